@@ -1,0 +1,889 @@
+//! HyperLogLog with a sparse small-range mode, Ertl's improved estimator and a martingale
+//! estimator. The teaching text is in the [family docs](super).
+
+use std::fmt;
+
+use super::estimators::{HIP_RSE, IMPROVED_RSE, ertl_estimate};
+use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, Operator};
+use crate::hash::{DEFAULT_SEED, Hashable};
+
+/// The smallest supported precision (16 registers).
+pub const MIN_PRECISION: u8 = 4;
+/// The largest supported precision (262 144 registers).
+pub const MAX_PRECISION: u8 = 18;
+
+/// The precision of the sparse entries: the top `SPARSE_PRECISION` hash bits, followed by
+/// 6 bits of "rank of the rest". Any register precision up to it can be recovered from them.
+const SPARSE_PRECISION: u32 = 26;
+const SPARSE_RANK_BITS: u32 = 6;
+const SPARSE_RANK_MASK: u32 = (1 << SPARSE_RANK_BITS) - 1;
+/// The largest rank a sparse entry holds: 64 − 26 remaining bits, plus one.
+const SPARSE_MAX_RANK: u32 = 64 - SPARSE_PRECISION + 1;
+const SPARSE_INITIAL_SLOTS: usize = 4;
+
+/// A HyperLogLog distinct counter. See the [family docs](super) for how it works.
+///
+/// Small sketches stay small: until about 3m/16 distinct items have been seen, the sketch keeps
+/// an exact set of 32-bit entries (4 bytes per item, never more bytes than the dense form) and
+/// answers with the exact count. It then switches to m one-byte registers by itself.
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::core::Confidence;
+///
+/// let mut hll = HyperLogLog::new(14)?; // 16 KiB at most, standard error 0.65 % (0.81 % merged)
+/// for i in 0..1_000_000_u64 {
+///     hll.observe(i % 250_000);
+/// }
+/// let est = hll.estimate();
+/// assert!((est - 250_000.0).abs() / 250_000.0 < 0.03);
+/// assert!(hll.bounds(Confidence::ThreeSigma).contains(250_000.0));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct HyperLogLog {
+    precision: u8,
+    seed: u64,
+    repr: Repr,
+}
+
+#[derive(Clone)]
+enum Repr {
+    Sparse(Sparse),
+    Dense(Dense),
+}
+
+impl HyperLogLog {
+    /// A sketch of `2^precision` registers with the [default seed](DEFAULT_SEED).
+    ///
+    /// `precision` must be in `4..=18`. The standard error of the estimate is about
+    /// `0.83 / sqrt(2^precision)` on a single stream and `1.04 / sqrt(2^precision)` after a
+    /// merge; the dense form takes `2^precision` bytes.
+    ///
+    /// | precision | registers | bytes (dense) | error, single stream | error, merged |
+    /// |---|---|---|---|---|
+    /// | 4 | 16 | 16 | 20.8 % | 26.0 % |
+    /// | 8 | 256 | 256 | 5.2 % | 6.5 % |
+    /// | 10 | 1 024 | 1 KiB | 2.6 % | 3.2 % |
+    /// | 12 | 4 096 | 4 KiB | 1.30 % | 1.62 % |
+    /// | 14 | 16 384 | 16 KiB | 0.65 % | 0.81 % |
+    /// | 16 | 65 536 | 64 KiB | 0.33 % | 0.41 % |
+    /// | 18 | 262 144 | 256 KiB | 0.16 % | 0.20 % |
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let hll = HyperLogLog::new(12)?;
+    /// assert_eq!(hll.precision(), 12);
+    /// assert!(HyperLogLog::new(19).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn new(precision: u8) -> Result<Self, ConfigError> {
+        Self::with_seed(precision, DEFAULT_SEED)
+    }
+
+    /// A sketch of `2^precision` registers hashing with `seed`. Sketches merge only with
+    /// sketches of the same precision and seed.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let hll = HyperLogLog::with_seed(12, 7)?;
+    /// assert_eq!(hll.seed(), 7);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_seed(precision: u8, seed: u64) -> Result<Self, ConfigError> {
+        if !(MIN_PRECISION..=MAX_PRECISION).contains(&precision) {
+            return Err(ConfigError::new("precision", precision, "an integer in 4..=18"));
+        }
+        Ok(Self { precision, seed, repr: Repr::Sparse(Sparse::new()) })
+    }
+
+    /// The smallest sketch whose standard error after a merge (`1.04 / sqrt(m)`, the
+    /// worst case) is at most `relative_error`, with the default seed.
+    ///
+    /// `relative_error` must be in `[0.00203, 0.26]` (precision 18 to 4).
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// assert_eq!(HyperLogLog::with_error(0.01)?.precision(), 14);
+    /// assert!(HyperLogLog::with_error(0.0).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_error(relative_error: f64) -> Result<Self, ConfigError> {
+        let fits = |p: u8| IMPROVED_RSE / f64::from(1u32 << p).sqrt() <= relative_error;
+        match (MIN_PRECISION..=MAX_PRECISION).find(|&p| fits(p)) {
+            Some(p) if relative_error.is_finite() => Self::new(p),
+            _ => Err(ConfigError::new("relative_error", relative_error, "a number in [0.00203, 0.26]")),
+        }
+    }
+
+    /// The precision `p`: the sketch has `2^p` registers.
+    ///
+    /// ```
+    /// # use synopses::cardinality::HyperLogLog;
+    /// assert_eq!(HyperLogLog::new(10)?.precision(), 10);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn precision(&self) -> u8 {
+        self.precision
+    }
+
+    /// The hash seed.
+    ///
+    /// ```
+    /// # use synopses::cardinality::HyperLogLog;
+    /// assert_eq!(HyperLogLog::with_seed(10, 3)?.seed(), 3);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Whether the sketch is still in its exact, sparse small-range mode.
+    ///
+    /// ```
+    /// # use synopses::cardinality::HyperLogLog;
+    /// let mut hll = HyperLogLog::new(10)?;
+    /// (0..100_u64).for_each(|i| hll.observe(i));
+    /// assert!(hll.is_sparse());
+    /// (0..1000_u64).for_each(|i| hll.observe(i));
+    /// assert!(!hll.is_sparse());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn is_sparse(&self) -> bool {
+        matches!(self.repr, Repr::Sparse(_))
+    }
+
+    fn register_count(&self) -> usize {
+        1 << self.precision
+    }
+
+    /// The most distinct entries the sparse mode holds before it turns dense: 3/4 of a table
+    /// of `m/4` four-byte slots, so the sparse form never takes more bytes than the dense one.
+    fn sparse_limit(&self) -> usize {
+        self.register_count() / 4 * 3 / 4
+    }
+
+    /// Observes one item.
+    ///
+    /// ```
+    /// # use synopses::cardinality::HyperLogLog;
+    /// let mut hll = HyperLogLog::new(12)?;
+    /// hll.observe("alice");
+    /// hll.observe(String::from("bob"));
+    /// hll.observe(42_u64);
+    /// hll.observe("alice");
+    /// assert_eq!(hll.estimate(), 3.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn observe<T: Hashable>(&mut self, item: T) {
+        self.observe_hash(item.hash64(self.seed));
+    }
+
+    /// Observes an item by its 64-bit hash, for callers that hash once and feed several
+    /// structures. The hash must come from a good 64-bit hash function (such as
+    /// [`Hashable::hash64`] with this sketch's seed), or the estimate is meaningless.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::hash::Hashable;
+    ///
+    /// let mut a = HyperLogLog::new(12)?;
+    /// let mut b = HyperLogLog::new(12)?;
+    /// a.observe("x");
+    /// b.observe_hash("x".hash64(b.seed()));
+    /// assert_eq!(a, b);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn observe_hash(&mut self, hash: u64) {
+        let p = self.precision;
+        match &mut self.repr {
+            Repr::Dense(dense) => dense.observe_hash(hash, p),
+            Repr::Sparse(_) => self.insert_entry(sparse_entry(hash)),
+        }
+    }
+
+    /// Adds one sparse entry (an observed item at the sparse precision), in either mode.
+    fn insert_entry(&mut self, entry: u32) {
+        let limit = self.sparse_limit();
+        let p = self.precision;
+        match &mut self.repr {
+            Repr::Dense(dense) => {
+                let (index, rank) = entry_register(entry, p);
+                dense.update(index, rank, p);
+            }
+            Repr::Sparse(sparse) => {
+                if sparse.contains(entry) {
+                    return;
+                }
+                if sparse.len < limit {
+                    sparse.insert_new(entry);
+                    return;
+                }
+                // One more distinct entry than the sparse form holds: turn dense. The exact count
+                // so far starts the martingale estimator, which then goes on as usual.
+                let mut dense = Dense::new(p);
+                for &e in sparse.slots.iter().filter(|&&e| e != 0) {
+                    let (index, rank) = entry_register(e, p);
+                    dense.set_max(index, rank, p);
+                }
+                dense.martingale = Some(sparse.len as f64);
+                let (index, rank) = entry_register(entry, p);
+                dense.update(index, rank, p);
+                self.repr = Repr::Dense(dense);
+            }
+        }
+    }
+
+    /// The estimated number of distinct items observed.
+    ///
+    /// In the sparse mode this is the exact count (up to collisions of 32-bit entries, about
+    /// one in ten million items at the largest sparse size). Afterwards it is the martingale
+    /// estimate while the sketch has only ever observed one stream, and Ertl's improved
+    /// estimate from the registers once a merge made the martingale unavailable. Either way
+    /// it is answered in constant time, without a pass over the registers.
+    ///
+    /// ```
+    /// # use synopses::cardinality::HyperLogLog;
+    /// let mut hll = HyperLogLog::new(12)?;
+    /// (0..100_000_u64).for_each(|i| hll.observe(i));
+    /// assert!((hll.estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.013);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn estimate(&self) -> f64 {
+        match &self.repr {
+            Repr::Sparse(sparse) => sparse.len as f64,
+            Repr::Dense(dense) => dense.martingale.unwrap_or_else(|| dense.improved_estimate(self.precision)),
+        }
+    }
+
+    /// Ertl's improved estimate from the registers alone: what any sketch with these registers
+    /// answers, merged or not. Relative standard error about `1.04 / sqrt(m)`, no bias bump
+    /// anywhere in the range. In the sparse mode, the exact count.
+    ///
+    /// ```
+    /// # use synopses::cardinality::HyperLogLog;
+    /// let mut hll = HyperLogLog::new(12)?;
+    /// (0..100_000_u64).for_each(|i| hll.observe(i));
+    /// assert!((hll.register_estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.0163);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn register_estimate(&self) -> f64 {
+        match &self.repr {
+            Repr::Sparse(sparse) => sparse.len as f64,
+            Repr::Dense(dense) => dense.improved_estimate(self.precision),
+        }
+    }
+
+    /// The martingale (HIP) estimate, if the sketch has one: it exists for a dense sketch that
+    /// only ever observed one stream (merging in a sparse sketch or an empty one keeps it,
+    /// since that is the same as observing its items). Relative standard error about
+    /// `0.83 / sqrt(m)`. `None` in the sparse mode, where the count is exact, and after a
+    /// dense merge or a [`reduce`](Self::reduce).
+    ///
+    /// ```
+    /// # use synopses::cardinality::HyperLogLog;
+    /// let mut a = HyperLogLog::new(8)?;
+    /// let mut b = HyperLogLog::new(8)?;
+    /// (0..10_000_u64).for_each(|i| a.observe(i));
+    /// (5_000..20_000_u64).for_each(|i| b.observe(i));
+    /// assert!(a.martingale_estimate().is_some());
+    /// a.merge(&b)?;
+    /// assert!(a.martingale_estimate().is_none());
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn martingale_estimate(&self) -> Option<f64> {
+        match &self.repr {
+            Repr::Sparse(_) => None,
+            Repr::Dense(dense) => dense.martingale,
+        }
+    }
+
+    /// The relative standard error of [`estimate`](Self::estimate) as the sketch stands:
+    /// `0` in the sparse mode, `0.8326 / sqrt(m)` with the martingale estimator, and
+    /// `1.0390 / sqrt(m)` with the register estimator.
+    ///
+    /// ```
+    /// # use synopses::cardinality::HyperLogLog;
+    /// let mut hll = HyperLogLog::new(12)?;
+    /// assert_eq!(hll.relative_standard_error(), 0.0);
+    /// (0..10_000_u64).for_each(|i| hll.observe(i));
+    /// assert!((hll.relative_standard_error() - 0.8326 / 64.0).abs() < 1e-4);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn relative_standard_error(&self) -> f64 {
+        let sqrt_m = (self.register_count() as f64).sqrt();
+        match &self.repr {
+            Repr::Sparse(_) => 0.0,
+            Repr::Dense(Dense { martingale: Some(_), .. }) => HIP_RSE / sqrt_m,
+            Repr::Dense(_) => IMPROVED_RSE / sqrt_m,
+        }
+    }
+
+    /// A confidence interval for the number of distinct items:
+    /// `estimate · (1 ± z · relative_standard_error)`, its lower end raised to the number of
+    /// registers that are set (each was set by a distinct item). In the sparse mode both ends
+    /// are the exact count.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::core::Confidence;
+    ///
+    /// let mut hll = HyperLogLog::new(12)?;
+    /// (0..50_000_u64).for_each(|i| hll.observe(i));
+    /// let b = hll.bounds(Confidence::TwoSigma);
+    /// assert!(b.lower < 50_000.0 && 50_000.0 < b.upper);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn bounds(&self, confidence: Confidence) -> Bounds {
+        let floor = match &self.repr {
+            Repr::Sparse(sparse) => sparse.len as f64,
+            Repr::Dense(dense) => f64::from(self.register_count() as u32 - dense.zeros),
+        };
+        Bounds::relative(self.estimate(), self.relative_standard_error(), confidence, floor)
+    }
+
+    /// Bytes of memory the sketch holds now (the struct and its heap allocation).
+    ///
+    /// ```
+    /// # use synopses::cardinality::HyperLogLog;
+    /// let mut hll = HyperLogLog::new(14)?;
+    /// assert!(hll.size_in_bytes() < 256);
+    /// (0..100_000_u64).for_each(|i| hll.observe(i));
+    /// assert!(hll.size_in_bytes() >= 16_384 && hll.size_in_bytes() < 16_384 + 256);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn size_in_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + match &self.repr {
+                Repr::Sparse(sparse) => sparse.slots.capacity() * std::mem::size_of::<u32>(),
+                Repr::Dense(dense) => dense.registers.len(),
+            }
+    }
+
+    /// Merges `other` into `self`: afterwards `self` holds the registers of one sketch that
+    /// observed both streams.
+    ///
+    /// Both sketches must have the same precision and seed; otherwise a [`MergeError`] is
+    /// returned and `self` is unchanged. To combine sketches of different precisions,
+    /// [`reduce`](Self::reduce) the finer one first; we do not reduce silently, because the
+    /// receiving sketch would lose accuracy without asking.
+    ///
+    /// A dense-with-dense merge ends the martingale estimate (it describes one stream's
+    /// history); merging a sparse sketch replays its exact entries and keeps it.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let mut a = HyperLogLog::new(12)?;
+    /// let mut b = HyperLogLog::new(12)?;
+    /// (0..600_u64).for_each(|i| a.observe(i));
+    /// (400..1_000_u64).for_each(|i| b.observe(i));
+    /// a.merge(&b)?;
+    /// assert!((a.estimate() - 1_000.0).abs() < 50.0);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        MergeError::check("precision", self.precision, other.precision)?;
+        MergeError::check("seed", self.seed, other.seed)?;
+        let p = self.precision;
+        match (&mut self.repr, &other.repr) {
+            (_, Repr::Sparse(theirs)) => {
+                for entry in theirs.sorted_entries() {
+                    self.insert_entry(entry);
+                }
+            }
+            (Repr::Sparse(ours), Repr::Dense(theirs)) => {
+                let ours = ours.sorted_entries();
+                self.repr = Repr::Dense(theirs.clone());
+                for entry in ours {
+                    self.insert_entry(entry);
+                }
+            }
+            (Repr::Dense(ours), Repr::Dense(theirs)) => ours.merge_dense(theirs, p),
+        }
+        Ok(())
+    }
+
+    /// This sketch at a lower precision: the same result as if a sketch of `precision`
+    /// registers had observed the same items. Use it to merge sketches of different
+    /// precisions. The martingale estimate does not carry over a dense reduction.
+    ///
+    /// `precision` must be between 4 and the sketch's own precision.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let mut fine = HyperLogLog::new(14)?;
+    /// let mut coarse = HyperLogLog::new(12)?;
+    /// (0..100_000_u64).for_each(|i| fine.observe(i));
+    /// (0..100_000_u64).for_each(|i| coarse.observe(i));
+    /// assert_eq!(fine.reduce(12)?, coarse);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reduce(&self, precision: u8) -> Result<Self, ConfigError> {
+        if !(MIN_PRECISION..=self.precision).contains(&precision) {
+            return Err(ConfigError::new("precision", precision, "an integer from 4 to the sketch's precision"));
+        }
+        let mut out = Self::with_seed(precision, self.seed)?;
+        match &self.repr {
+            Repr::Sparse(sparse) => sparse.sorted_entries().into_iter().for_each(|e| out.insert_entry(e)),
+            Repr::Dense(dense) => {
+                let mut reduced = Dense::new(precision);
+                let shift = self.precision - precision;
+                for (i, &rank) in dense.registers.iter().enumerate() {
+                    if rank == 0 {
+                        continue;
+                    }
+                    // The `shift` low bits of the old index are the first hash bits after the new
+                    // index: their leading zeros, if any are set, give the new rank.
+                    let low = (i as u32) & ((1 << shift) - 1);
+                    let new_rank = if low == 0 {
+                        u32::from(shift) + u32::from(rank)
+                    } else {
+                        u32::from(shift) - (32 - low.leading_zeros()) + 1
+                    };
+                    reduced.set_max(i >> shift, new_rank as u8, precision);
+                }
+                out.repr = Repr::Dense(reduced);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Encodes the sketch in the crate's [binary format](crate::codec), family code 2.
+    ///
+    /// Body: precision (u8); flags (u8: bit 0 dense, bit 1 martingale present); seed (u64);
+    /// the martingale estimate (f64) if present; then either the sparse entries (count u32,
+    /// then each u32 in ascending order) or the `m` registers packed 6 bits each, four
+    /// registers to three bytes, least significant bits first. Registers are at most 61, so 6
+    /// bits hold them: the encoding is 3/4 of the in-memory size.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let mut hll = HyperLogLog::new(12)?;
+    /// (0..100_000_u64).for_each(|i| hll.observe(i));
+    /// let bytes = hll.to_bytes();
+    /// assert_eq!(bytes.len(), 4 + 10 + 8 + 3 * 4096 / 4 + 8);
+    /// let back = HyperLogLog::from_bytes(&bytes)?;
+    /// assert_eq!((back == hll, back.estimate()), (true, hll.estimate()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let martingale = self.martingale_estimate();
+        let mut flags = u8::from(martingale.is_some()) << 1;
+        let body_len = match &self.repr {
+            Repr::Sparse(sparse) => 4 + 4 * sparse.len,
+            Repr::Dense(dense) => {
+                flags |= 1;
+                dense.registers.len() / 4 * 3
+            }
+        };
+        let mut w = Writer::new(Family::HyperLogLog, 18 + body_len);
+        w.put_u8(self.precision);
+        w.put_u8(flags);
+        w.put_u64(self.seed);
+        if let Some(x) = martingale {
+            w.put_f64(x);
+        }
+        match &self.repr {
+            Repr::Sparse(sparse) => {
+                w.put_u32(sparse.len as u32);
+                sparse.sorted_entries().into_iter().for_each(|e| w.put_u32(e));
+            }
+            Repr::Dense(dense) => {
+                for quad in dense.registers.chunks_exact(4) {
+                    let packed = quad.iter().rev().fold(0u32, |acc, &r| (acc << 6) | u32::from(r));
+                    w.put_bytes(&packed.to_le_bytes()[..3]);
+                }
+            }
+        }
+        w.finish()
+    }
+
+    /// Decodes a sketch written by [`to_bytes`](Self::to_bytes), validating every field.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let hll = HyperLogLog::new(12)?;
+    /// assert_eq!(HyperLogLog::from_bytes(&hll.to_bytes())?, hll);
+    /// assert!(HyperLogLog::from_bytes(b"not a sketch").is_err());
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::open(bytes, Family::HyperLogLog)?;
+        let precision = r.u8()?;
+        let flags = r.u8()?;
+        let seed = r.u64()?;
+        let mut hll = Self::with_seed(precision, seed)
+            .map_err(|_| DecodeError::InvalidField { field: "precision", reason: "outside 4..=18" })?;
+        if flags & !0b11 != 0 {
+            return Err(DecodeError::InvalidField { field: "flags", reason: "unknown flag bits" });
+        }
+        let (dense, has_martingale) = (flags & 1 != 0, flags & 2 != 0);
+        if has_martingale && !dense {
+            return Err(DecodeError::InvalidField { field: "flags", reason: "a sparse sketch has no martingale" });
+        }
+        let martingale = if has_martingale {
+            let x = r.f64()?;
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(DecodeError::InvalidField { field: "martingale", reason: "not a finite count" });
+            }
+            Some(x)
+        } else {
+            None
+        };
+        if dense {
+            let m = hll.register_count();
+            let packed = r.take(m / 4 * 3)?;
+            let mut d = Dense::new(precision);
+            let max_rank = 65 - precision;
+            for (quad, out) in packed.chunks_exact(3).zip(d.registers.chunks_exact_mut(4)) {
+                let v = u32::from_le_bytes([quad[0], quad[1], quad[2], 0]);
+                for (k, reg) in out.iter_mut().enumerate() {
+                    *reg = ((v >> (6 * k)) & 0x3f) as u8;
+                    if *reg > max_rank {
+                        return Err(DecodeError::InvalidField {
+                            field: "registers",
+                            reason: "rank above 65 - precision",
+                        });
+                    }
+                }
+            }
+            d.recount(precision);
+            d.martingale = martingale;
+            hll.repr = Repr::Dense(d);
+        } else {
+            let n = r.u32()? as usize;
+            if n > hll.sparse_limit() {
+                return Err(DecodeError::InvalidField {
+                    field: "sparse count",
+                    reason: "more entries than the sparse mode holds",
+                });
+            }
+            r.expect_items(n, 4)?;
+            let mut previous = 0u32;
+            for _ in 0..n {
+                let e = r.u32()?;
+                let rank = e & SPARSE_RANK_MASK;
+                if e <= previous || rank == 0 || rank > SPARSE_MAX_RANK {
+                    return Err(DecodeError::InvalidField {
+                        field: "sparse entries",
+                        reason: "not ascending valid entries",
+                    });
+                }
+                previous = e;
+                hll.insert_entry(e);
+            }
+        }
+        r.finish()?;
+        Ok(hll)
+    }
+}
+
+impl PartialEq for HyperLogLog {
+    /// Two sketches are equal when they have the same configuration and the same state
+    /// (registers, or sparse entries). The martingale estimate is a record of one stream's
+    /// history rather than state, and is not compared.
+    fn eq(&self, other: &Self) -> bool {
+        self.precision == other.precision
+            && self.seed == other.seed
+            && match (&self.repr, &other.repr) {
+                (Repr::Sparse(a), Repr::Sparse(b)) => a.len == b.len && a.sorted_entries() == b.sorted_entries(),
+                (Repr::Dense(a), Repr::Dense(b)) => a.registers == b.registers,
+                _ => false,
+            }
+    }
+}
+
+impl Eq for HyperLogLog {}
+
+impl fmt::Debug for HyperLogLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HyperLogLog")
+            .field("precision", &self.precision)
+            .field("seed", &self.seed)
+            .field("sparse", &self.is_sparse())
+            .field("estimate", &self.estimate())
+            .finish()
+    }
+}
+
+impl<T: Hashable> Operator<T> for HyperLogLog {
+    #[inline]
+    fn observe(&mut self, item: T) {
+        HyperLogLog::observe(self, item);
+    }
+}
+
+impl<T: Hashable> Extend<T> for HyperLogLog {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        iter.into_iter().for_each(|item| self.observe(item));
+    }
+}
+
+impl Mergeable for HyperLogLog {
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        HyperLogLog::merge(self, other)
+    }
+
+    fn empty_like(&self) -> Self {
+        Self { precision: self.precision, seed: self.seed, repr: Repr::Sparse(Sparse::new()) }
+    }
+}
+
+serde_via_bytes!(HyperLogLog);
+
+/// The register index (top `p` bits) and rank (position of the first 1 in the rest, from 1;
+/// `65 - p` when the rest is all zeros) of a hash.
+///
+/// ```text
+///  hash:  | index: p bits | rest: 64 - p bits            |
+///                         | 0 0 0 1 x x x ...            |  rank = 4
+/// ```
+#[inline]
+fn register_of(hash: u64, p: u8) -> (usize, u8) {
+    let index = (hash >> (64 - p)) as usize;
+    // The sentinel bit just below the rest caps the leading-zero count at 64 - p.
+    let rank = ((hash << p) | (1 << (p - 1))).leading_zeros() + 1;
+    (index, rank as u8)
+}
+
+/// The sparse entry of a hash: its top 26 bits, then the 6-bit rank of the remaining 38 bits.
+///
+/// ```text
+///  entry: | top 26 hash bits                      | rank (6) |
+/// ```
+#[inline]
+fn sparse_entry(hash: u64) -> u32 {
+    let (top, rank) = register_of(hash, SPARSE_PRECISION as u8);
+    ((top as u32) << SPARSE_RANK_BITS) | u32::from(rank)
+}
+
+/// The register index and rank at precision `p` of a sparse entry: the same as
+/// [`register_of`] on the hash the entry came from.
+#[inline]
+fn entry_register(entry: u32, p: u8) -> (usize, u8) {
+    let top = entry >> SPARSE_RANK_BITS;
+    let extra = SPARSE_PRECISION - u32::from(p);
+    let index = (top >> extra) as usize;
+    let between = top & ((1 << extra) - 1);
+    let rank =
+        if between == 0 { extra + (entry & SPARSE_RANK_MASK) } else { extra - (32 - between.leading_zeros()) + 1 };
+    (index, rank as u8)
+}
+
+/// The exact small-range form: an open-addressing set of non-zero sparse entries.
+#[derive(Clone)]
+struct Sparse {
+    /// Power-of-two table, `0` marks an empty slot (entries are never 0: their rank is >= 1).
+    slots: Vec<u32>,
+    len: usize,
+}
+
+impl Sparse {
+    fn new() -> Self {
+        Self { slots: Vec::new(), len: 0 }
+    }
+
+    #[inline]
+    fn home(&self, entry: u32) -> usize {
+        // Above the rank, an entry is uniform hash bits: their low end addresses the table.
+        (entry >> SPARSE_RANK_BITS) as usize & (self.slots.len() - 1)
+    }
+
+    fn contains(&self, entry: u32) -> bool {
+        if self.slots.is_empty() {
+            return false;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(entry);
+        loop {
+            match self.slots[i] {
+                0 => return false,
+                e if e == entry => return true,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// Inserts an entry known to be absent, growing the table to keep its load under 3/4.
+    fn insert_new(&mut self, entry: u32) {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            let grown = vec![0; (self.slots.len() * 2).max(SPARSE_INITIAL_SLOTS)];
+            let old = std::mem::replace(&mut self.slots, grown);
+            old.into_iter().filter(|&e| e != 0).for_each(|e| self.place(e));
+        }
+        self.place(entry);
+        self.len += 1;
+    }
+
+    fn place(&mut self, entry: u32) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(entry);
+        while self.slots[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = entry;
+    }
+
+    /// The entries in ascending order: the canonical order for encoding and replay.
+    fn sorted_entries(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = self.slots.iter().copied().filter(|&e| e != 0).collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// The dense form: one byte per register, plus the three running aggregates from which both
+/// estimators answer in constant time.
+#[derive(Clone)]
+struct Dense {
+    registers: Box<[u8]>,
+    /// Registers still at 0 (`C_0` in Ertl's notation).
+    zeros: u32,
+    /// Registers at the maximal rank `65 - p` (`C_{q+1}`).
+    saturated: u32,
+    /// `sum over registers r < 65 - p of 2^(64 - r)`, exactly: `m · 2^64` times the
+    /// probability that a new distinct item changes the sketch.
+    inverse_sum: u128,
+    martingale: Option<f64>,
+}
+
+impl Dense {
+    fn new(p: u8) -> Self {
+        let m = 1usize << p;
+        Self {
+            registers: vec![0; m].into_boxed_slice(),
+            zeros: m as u32,
+            saturated: 0,
+            inverse_sum: (m as u128) << 64,
+            martingale: None,
+        }
+    }
+
+    #[inline]
+    fn observe_hash(&mut self, hash: u64, p: u8) {
+        let (index, rank) = register_of(hash, p);
+        self.update(index, rank, p);
+    }
+
+    /// Observes a (register, rank) pair, counting it in the martingale estimator.
+    #[inline]
+    fn update(&mut self, index: usize, rank: u8, p: u8) {
+        // `index < 2^p == registers.len()` by construction; `get` keeps the proof local.
+        if let Some(&old) = self.registers.get(index) {
+            if rank > old {
+                self.raise(index, old, rank, p);
+            }
+        }
+    }
+
+    #[cold]
+    fn raise(&mut self, index: usize, old: u8, rank: u8, p: u8) {
+        if let Some(x) = &mut self.martingale {
+            // Horvitz–Thompson: this change had probability inverse_sum / (m · 2^64).
+            *x += ((1u128 << (64 + p)) as f64) / self.inverse_sum as f64;
+        }
+        self.set(index, old, rank, p);
+    }
+
+    /// Raises a register without counting it in the martingale (bulk loads).
+    fn set_max(&mut self, index: usize, rank: u8, p: u8) {
+        if let Some(&old) = self.registers.get(index) {
+            if rank > old {
+                self.set(index, old, rank, p);
+            }
+        }
+    }
+
+    fn set(&mut self, index: usize, old: u8, rank: u8, p: u8) {
+        let saturated = 65 - p;
+        self.registers[index] = rank;
+        self.zeros -= u32::from(old == 0);
+        self.inverse_sum -= 1u128 << (64 - old);
+        if rank == saturated {
+            self.saturated += 1;
+        } else {
+            self.inverse_sum += 1u128 << (64 - rank);
+        }
+    }
+
+    /// Recomputes the aggregates from the registers.
+    fn recount(&mut self, p: u8) {
+        let mut histogram = [0u32; 66];
+        for &r in self.registers.iter() {
+            histogram[usize::from(r)] += 1;
+        }
+        let saturated = usize::from(65 - p);
+        self.zeros = histogram[0];
+        self.saturated = histogram[saturated];
+        self.inverse_sum = histogram[..saturated].iter().enumerate().map(|(r, &c)| u128::from(c) << (64 - r)).sum();
+    }
+
+    fn merge_dense(&mut self, other: &Self, p: u8) {
+        for (a, &b) in self.registers.iter_mut().zip(other.registers.iter()) {
+            *a = (*a).max(b);
+        }
+        self.recount(p);
+        self.martingale = None;
+    }
+
+    fn improved_estimate(&self, p: u8) -> f64 {
+        let m = 1u32 << p;
+        // Sum of 2^-r over registers with 1 <= r <= 64 - p.
+        let zero_part = u128::from(self.zeros) << 64;
+        let middle = (self.inverse_sum - zero_part) as f64 / 2f64.powi(64);
+        ertl_estimate(m, 64 - u32::from(p), self.zeros, self.saturated, middle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_entries_give_the_registers_of_their_hash() {
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        for i in 0..10_000_u64 {
+            // Vary the number of leading zeros after each cut, including none and all.
+            x = x.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(i);
+            let hash = match i % 4 {
+                0 => x,
+                1 => x >> (i % 64),
+                2 => x & !((1 << 63) >> (i % 40)),
+                _ => x & 0xFFFF_C000_0000_0000,
+            };
+            for p in MIN_PRECISION..=MAX_PRECISION {
+                assert_eq!(entry_register(sparse_entry(hash), p), register_of(hash, p), "hash {hash:x} p {p}");
+            }
+        }
+    }
+
+    #[test]
+    fn rank_of_an_all_zero_rest_is_maximal() {
+        assert_eq!(register_of(0, 4), (0, 61));
+        assert_eq!(register_of(u64::MAX, 18), ((1 << 18) - 1, 1));
+        assert_eq!(register_of(1, 14), (0, 50));
+    }
+
+    #[test]
+    fn aggregates_follow_the_registers() {
+        let mut hll = HyperLogLog::new(6).unwrap();
+        for i in 0..5_000_u64 {
+            hll.observe(i);
+            if let Repr::Dense(d) = &hll.repr {
+                let mut fresh = d.clone();
+                fresh.recount(6);
+                assert_eq!((fresh.zeros, fresh.saturated, fresh.inverse_sum), (d.zeros, d.saturated, d.inverse_sum));
+            }
+        }
+    }
+}

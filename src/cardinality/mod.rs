@@ -1,0 +1,160 @@
+//! Cardinality: how many *distinct* items has the stream carried?
+//!
+//! Counting distinct items exactly needs memory proportional to their number: a set of every
+//! item seen. The sketches here answer within a few percent in a few kilobytes, whatever the
+//! stream's length, and two sketches of two streams merge into the sketch of their union.
+//!
+//! | type | memory | relative standard error | use it for |
+//! |---|---|---|---|
+//! | [`HyperLogLog`] | `2^p` bytes (dense), less while small | `0.83/√m` one stream, `1.04/√m` merged | production |
+//! | [`FlajoletMartin`] | `4·m` bytes | `0.78/√m` for `n ≫ m` | teaching, the historical baseline |
+//!
+//! # The idea: remember the rarest hash
+//!
+//! Hash every item to 64 uniform bits. Duplicates hash alike, so the hashes of a stream with
+//! `n` distinct items are `n` independent uniform values, whatever the repetitions. Among `n`
+//! uniform values, about one in two starts with a `1`, one in four with `01`, one in `2^k`
+//! with `k − 1` zeros and a one. So if the longest run of leading zeros we saw is `k`, there
+//! were probably about `2^k` distinct items. One such observation is very noisy (it is off by
+//! a factor of two with good probability); the algorithms below differ in how they average
+//! many of them.
+//!
+//! ## Flajolet–Martin, 1985: probabilistic counting with stochastic averaging
+//!
+//! [`FlajoletMartin`] keeps `m` bitmaps. An item's hash picks a bitmap with its low bits and
+//! sets bit `r`, where `r` is the number of trailing zeros of the rest (bit `r` is set by
+//! about `n/(m·2^(r+1))` items). In each bitmap the position `R` of the lowest *unset* bit
+//! estimates `log2(φ·n/m)`; averaging `R` over the bitmaps ("stochastic averaging": one hash
+//! per item, not one per bitmap) gives
+//!
+//! ```text
+//!   n̂ = (m / φ) · 2^(mean R),   φ ≈ 0.77351,   relative standard error ≈ 0.78 / √m
+//! ```
+//!
+//! A worked example with `m = 4` bitmaps after a few hundred items:
+//!
+//! ```text
+//!   bitmap 0: ...0 0 1 0 1 1 1 1 1   lowest unset bit R = 5
+//!   bitmap 1: ...0 0 0 0 1 1 1 1 1   R = 5
+//!   bitmap 2: ...0 0 0 1 0 1 1 1 1   R = 4
+//!   bitmap 3: ...0 0 0 0 0 1 1 1 1   R = 4
+//!   mean R = 4.5  →  n̂ = 4 / 0.77351 · 2^4.5 ≈ 117
+//! ```
+//!
+//! PCSA is biased when `n` is not much larger than `m`, because many bitmaps are still empty;
+//! we subtract Scheuermann and Mauve's correction term `2^(−κ·mean R)` (κ = 1.75), which makes
+//! the estimate of an empty sketch exactly 0 and removes most of the bias below `n ≈ 10·m`.
+//!
+//! ## LogLog, 2003: keep only the maximum
+//!
+//! A bitmap of 32 bits spends most of its bits on positions that are almost surely set. Durand
+//! and Flajolet's LogLog keeps, per bucket, only the *maximum* rank (position of the first one
+//! bit) seen: `log2 log2 n` bits, hence the name, and 5 or 6 bits are enough for any
+//! realistic `n`. Its arithmetic mean of maxima gives error `1.30/√m`.
+//!
+//! ## HyperLogLog, 2007: the harmonic mean
+//!
+//! Flajolet, Fusy, Gandouet and Meunier replaced LogLog's mean by a harmonic mean, which is
+//! less sensitive to the occasional large maximum, for error `1.04/√m`. [`HyperLogLog`] with
+//! precision `p` has `m = 2^p` registers; each item's hash gives a register (its top `p`
+//! bits) and a rank (the position of the first one in the remaining `64 − p` bits), and the
+//! register keeps the largest rank it was given:
+//!
+//! ```text
+//!   hash  = 1011 0001 0110 ...    p = 4
+//!           ^^^^ register 11
+//!                ^^^^ rank 4 (three zeros, then a one)
+//!   registers[11] = max(registers[11], 4)
+//! ```
+//!
+//! Over a sketch with register values `r_j` the estimator answers about
+//! `α·m² / Σ_j 2^(−r_j)`. The original needed two corrections: linear counting for small `n`,
+//! and an empirical bias table (HyperLogLog++) in the range between. We use Ertl's improved
+//! estimator (2017) instead, which folds both corrections into two quickly converging series
+//! (σ for empty registers, τ for saturated ones): it has no bias bump anywhere in the range,
+//! needs no table, and its relative standard error is `√(3 ln 2 − 1)/√m ≈ 1.039/√m`.
+//!
+//! | precision p | registers m | dense bytes | error, one stream (`0.83/√m`) | error, merged (`1.04/√m`) |
+//! |---|---|---|---|---|
+//! | 4 | 16 | 16 | 20.8 % | 26.0 % |
+//! | 10 | 1 024 | 1 KiB | 2.60 % | 3.25 % |
+//! | 12 | 4 096 | 4 KiB | 1.30 % | 1.62 % |
+//! | 14 | 16 384 | 16 KiB | 0.65 % | 0.81 % |
+//! | 16 | 65 536 | 64 KiB | 0.33 % | 0.41 % |
+//! | 18 | 262 144 | 256 KiB | 0.16 % | 0.20 % |
+//!
+//! ### The martingale estimator
+//!
+//! While a sketch observes one stream, each register change happens with a probability we
+//! know exactly: `P = (1/m)·Σ_j 2^(−r_j)`, the chance that a new distinct item raises some
+//! register. Adding `1/P` at every change (Ting's "streaming" estimator; Cohen's historic
+//! inverse probability, HIP) gives an unbiased estimate with error `√(ln 2)/√m ≈ 0.83/√m`,
+//! about 20 % below the register estimator: the same accuracy in 36 % less memory. The
+//! martingale describes one stream's history, not the registers: after merging two dense
+//! sketches it no longer applies, and [`HyperLogLog::estimate`] falls back to Ertl's estimator
+//! (as DataSketches does). Merging a *sparse* sketch keeps it, because that merge replays the
+//! other sketch's exact entries, which is the same as observing its items.
+//!
+//! ### Small sketches stay small
+//!
+//! A new sketch is *sparse*: an exact set of 32-bit entries (the top 26 bits of the hash and
+//! the rank of the rest, as in HyperLogLog++), which answers with the exact count. When the
+//! set would take more memory than the registers, at about `3m/16` distinct items, the
+//! sketch turns dense by itself and starts its martingale at the exact count. A sketch of a
+//! few dozen users takes a few hundred bytes, not 16 KiB.
+//!
+//! ### Constant-time estimates
+//!
+//! Both estimators need only three aggregates of the registers: the number of zero registers,
+//! the number of saturated ones, and `Σ 2^(−r_j)` (kept exactly, in 128-bit fixed point).
+//! Every register change updates them in O(1), so `estimate()` never scans the registers.
+//!
+//! ### Register packing
+//!
+//! Ranks never exceed `65 − p ≤ 61`, so 6 bits would hold a register. In memory we use one
+//! byte per register: observing is a load, a compare and (rarely) a store, with no shifting
+//! across byte boundaries, and merging is a byte-wise maximum that compilers vectorize. The
+//! encoding of [`HyperLogLog::to_bytes`] packs 6 bits per register, so what travels and what
+//! is stored is 3/4 of the in-memory size. The measured costs are in `benches/cardinality.rs`
+//! and in the crate's README.
+//!
+//! # Merging
+//!
+//! Two sketches with the same precision and seed merge by taking, register by register, the
+//! maximum: exactly the registers of one sketch that saw both streams, whatever the split
+//! (`tests/laws.rs` checks this with proptest, in the sparse and dense modes and across the
+//! switch). [`FlajoletMartin`] merges by OR-ing the bitmaps, exactly as well. Merging
+//! different precisions is an error; [`HyperLogLog::reduce`] first turns the finer sketch into
+//! the coarser one's precision, losing nothing the coarser sketch could have held.
+//!
+//! # When not to use these
+//!
+//! * You need the exact count, and the set fits in memory: use a `HashSet`.
+//! * You need to *remove* items: these sketches only grow.
+//! * You need intersections or differences: they follow from unions by inclusion–exclusion
+//!   only with an error relative to the *union*, which drowns a small intersection. Use a
+//!   sampling sketch (theta, KMV) instead.
+//! * You need the best accuracy per byte: UltraLogLog and ExaLogLog (planned) store the same
+//!   information in less memory.
+//!
+//! # References
+//!
+//! * P. Flajolet, G. N. Martin. *Probabilistic counting algorithms for data base
+//!   applications.* JCSS 31(2), 1985.
+//! * D. Scheuermann, M. Mauve. *Near-optimal compression of probabilistic counting sketches for
+//!   networking applications.* DIALM-POMC 2007.
+//! * M. Durand, P. Flajolet. *LogLog counting of large cardinalities.* ESA 2003.
+//! * P. Flajolet, É. Fusy, O. Gandouet, F. Meunier. *HyperLogLog: the analysis of a near-optimal
+//!   cardinality estimation algorithm.* AofA 2007.
+//! * S. Heule, M. Nunkesser, A. Hall. *HyperLogLog in practice.* EDBT 2013 (sparse mode).
+//! * O. Ertl. *New cardinality estimation algorithms for HyperLogLog sketches.* arXiv:1702.01284,
+//!   2017.
+//! * D. Ting. *Streamed approximate counting of distinct elements.* KDD 2014; E. Cohen.
+//!   *All-distances sketches, revisited: HIP estimators for massive graphs analysis.* 2015.
+
+mod estimators;
+mod flajolet_martin;
+mod hyperloglog;
+
+pub use flajolet_martin::FlajoletMartin;
+pub use hyperloglog::{HyperLogLog, MAX_PRECISION, MIN_PRECISION};

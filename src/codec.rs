@@ -1,0 +1,241 @@
+//! The versioned binary format shared by every synopsis (`to_bytes` / `from_bytes`), and the
+//! serde support that goes through it.
+//!
+//! # Layout
+//!
+//! ```text
+//!  offset  size  field
+//!  0       2     magic "SY"
+//!  2       1     format version (currently 1)
+//!  3       1     family code (1 = FlajoletMartin, 2 = HyperLogLog, ...)
+//!  4       n     the family's body: parameters, seed, payload; little-endian throughout
+//!  4 + n   8     xxh3-64 checksum of bytes 0 .. 4 + n (seed 0), little-endian
+//! ```
+//!
+//! The bodies are described in each type's `to_bytes` documentation. Decoding checks, in this
+//! order, the length, the magic, the version, the family and the checksum, then parses the
+//! body, validates every field against the type's invariants, and rejects trailing bytes. A
+//! length read from the input is compared with the bytes actually present before anything is
+//! allocated, so hostile input cannot make the decoder allocate more than it was given.
+//!
+//! Version 1 is pinned by the fixtures in `tests/fixtures/v1/`: a later version of the crate
+//! must still read them.
+//!
+//! # serde
+//!
+//! With the `serde` feature every synopsis implements `Serialize` as its `to_bytes` encoding
+//! (a byte string) and `Deserialize` through `from_bytes`, so a deserialized value passed the
+//! same validation and can never break an invariant.
+//!
+//! ```
+//! use synopses::cardinality::HyperLogLog;
+//! use synopses::DecodeError;
+//!
+//! let mut hll = HyperLogLog::new(12)?;
+//! hll.observe("a");
+//! let mut bytes = hll.to_bytes();
+//! assert_eq!(&bytes[..4], b"SY\x01\x02");
+//! assert_eq!(HyperLogLog::from_bytes(&bytes)?, hll);
+//!
+//! let last = bytes.len() - 1;
+//! bytes[last] ^= 1;
+//! assert_eq!(HyperLogLog::from_bytes(&bytes), Err(DecodeError::ChecksumMismatch));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::core::DecodeError;
+use crate::hash::hash_bytes;
+
+/// The magic bytes that start every encoding.
+pub const MAGIC: [u8; 2] = *b"SY";
+
+/// The format version this build writes (and the newest it reads).
+pub const FORMAT_VERSION: u8 = 1;
+
+const HEADER_LEN: usize = 4;
+const CHECKSUM_LEN: usize = 8;
+const CHECKSUM_SEED: u64 = 0;
+
+/// The family codes of the format. One per synopsis type, never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Family {
+    FlajoletMartin = 1,
+    HyperLogLog = 2,
+}
+
+/// Builds an encoding: header first, body through the `put_*` methods, checksum in `finish`.
+pub(crate) struct Writer {
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    pub(crate) fn new(family: Family, body_len: usize) -> Self {
+        let mut buf = Vec::with_capacity(HEADER_LEN + body_len + CHECKSUM_LEN);
+        buf.extend_from_slice(&MAGIC);
+        buf.push(FORMAT_VERSION);
+        buf.push(family as u8);
+        Self { buf }
+    }
+
+    pub(crate) fn put_u8(&mut self, v: u8) {
+        self.buf.push(v);
+    }
+
+    pub(crate) fn put_u32(&mut self, v: u32) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub(crate) fn put_u64(&mut self, v: u64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub(crate) fn put_f64(&mut self, v: f64) {
+        self.put_u64(v.to_bits());
+    }
+
+    pub(crate) fn put_bytes(&mut self, v: &[u8]) {
+        self.buf.extend_from_slice(v);
+    }
+
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        let sum = hash_bytes(&self.buf, CHECKSUM_SEED);
+        self.buf.extend_from_slice(&sum.to_le_bytes());
+        self.buf
+    }
+}
+
+/// Reads a body after [`Reader::open`] has checked the envelope; every read is bounds-checked.
+pub(crate) struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    /// Checks length, magic, version, family and checksum, and returns a reader over the body.
+    pub(crate) fn open(bytes: &'a [u8], family: Family) -> Result<Self, DecodeError> {
+        if bytes.len() < HEADER_LEN + CHECKSUM_LEN {
+            return Err(DecodeError::Truncated { needed: HEADER_LEN + CHECKSUM_LEN, available: bytes.len() });
+        }
+        if bytes[..2] != MAGIC {
+            return Err(DecodeError::BadMagic);
+        }
+        if bytes[2] != FORMAT_VERSION {
+            return Err(DecodeError::UnsupportedVersion(bytes[2]));
+        }
+        if bytes[3] != family as u8 {
+            return Err(DecodeError::WrongFamily { expected: family as u8, found: bytes[3] });
+        }
+        let (content, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
+        let mut stored = [0u8; CHECKSUM_LEN];
+        stored.copy_from_slice(sum);
+        if hash_bytes(content, CHECKSUM_SEED) != u64::from_le_bytes(stored) {
+            return Err(DecodeError::ChecksumMismatch);
+        }
+        Ok(Self { rest: &content[HEADER_LEN..] })
+    }
+
+    /// Takes the next `n` bytes, or reports how many were missing.
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if n > self.rest.len() {
+            return Err(DecodeError::Truncated { needed: n, available: self.rest.len() });
+        }
+        let (head, tail) = self.rest.split_at(n);
+        self.rest = tail;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
+        self.array().map(u32::from_le_bytes)
+    }
+
+    pub(crate) fn u64(&mut self) -> Result<u64, DecodeError> {
+        self.array().map(u64::from_le_bytes)
+    }
+
+    pub(crate) fn f64(&mut self) -> Result<f64, DecodeError> {
+        self.u64().map(f64::from_bits)
+    }
+
+    /// Checks that a count of `n` items of `item_len` bytes each fits in what is left, before
+    /// the caller allocates room for them.
+    pub(crate) fn expect_items(&self, n: usize, item_len: usize) -> Result<(), DecodeError> {
+        let needed = n.saturating_mul(item_len);
+        if needed > self.rest.len() {
+            return Err(DecodeError::Truncated { needed, available: self.rest.len() });
+        }
+        Ok(())
+    }
+
+    /// Ends decoding: every byte of the body must have been read.
+    pub(crate) fn finish(self) -> Result<(), DecodeError> {
+        if self.rest.is_empty() { Ok(()) } else { Err(DecodeError::TrailingBytes(self.rest.len())) }
+    }
+}
+
+/// Implements serde's traits for a type through its `to_bytes` / `from_bytes`.
+macro_rules! serde_via_bytes {
+    ($ty:ty) => {
+        #[cfg(feature = "serde")]
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_bytes(&self.to_bytes())
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let bytes = deserializer.deserialize_bytes($crate::codec::serde_support::BytesVisitor)?;
+                <$ty>::from_bytes(&bytes).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+pub(crate) use serde_via_bytes;
+
+#[cfg(feature = "serde")]
+pub(crate) mod serde_support {
+    use std::fmt;
+
+    /// Accepts a byte string, or a sequence of bytes for formats (such as JSON) that have no
+    /// byte strings.
+    pub(crate) struct BytesVisitor;
+
+    /// The most a sequence's size hint may make us reserve up front; the vector still grows
+    /// to whatever the input really holds.
+    const MAX_PREALLOCATION: usize = 1 << 16;
+
+    impl<'de> serde::de::Visitor<'de> for BytesVisitor {
+        type Value = Vec<u8>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("the bytes of a synopses encoding")
+        }
+
+        fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(v.to_vec())
+        }
+
+        fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(v)
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(MAX_PREALLOCATION));
+            while let Some(b) = seq.next_element::<u8>()? {
+                out.push(b);
+            }
+            Ok(out)
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Confidence levels and the interval type that the estimators return.
+
+/// How wide a confidence interval to ask for, in standard deviations of the estimator
+/// (under the normal approximation that all estimators of this crate satisfy for the sizes
+/// they are documented for).
+///
+/// ```
+/// use synopses::core::Confidence;
+///
+/// assert_eq!(Confidence::TwoSigma.z(), 2.0);
+/// assert!((Confidence::TwoSigma.probability() - 0.9545).abs() < 1e-4);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Confidence {
+    /// ±1 standard deviation: about 68.27 % of estimates fall inside.
+    OneSigma,
+    /// ±2 standard deviations: about 95.45 %.
+    TwoSigma,
+    /// ±3 standard deviations: about 99.73 %.
+    ThreeSigma,
+}
+
+impl Confidence {
+    /// The number of standard deviations, `z`.
+    ///
+    /// ```
+    /// # use synopses::core::Confidence;
+    /// assert_eq!(Confidence::ThreeSigma.z(), 3.0);
+    /// ```
+    pub fn z(self) -> f64 {
+        match self {
+            Self::OneSigma => 1.0,
+            Self::TwoSigma => 2.0,
+            Self::ThreeSigma => 3.0,
+        }
+    }
+
+    /// The two-sided coverage probability of ±`z` standard deviations of a normal law.
+    ///
+    /// ```
+    /// # use synopses::core::Confidence;
+    /// assert!((Confidence::OneSigma.probability() - 0.6827).abs() < 1e-4);
+    /// ```
+    pub fn probability(self) -> f64 {
+        match self {
+            Self::OneSigma => 0.682_689_492_137_085_9,
+            Self::TwoSigma => 0.954_499_736_103_641_6,
+            Self::ThreeSigma => 0.997_300_203_936_739_8,
+        }
+    }
+}
+
+/// A confidence interval around an estimate.
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::core::Confidence;
+///
+/// let mut hll = HyperLogLog::new(12)?;
+/// (0..10_000u64).for_each(|i| hll.observe(i));
+/// let b = hll.bounds(Confidence::ThreeSigma);
+/// assert!(b.lower <= hll.estimate() && hll.estimate() <= b.upper);
+/// assert!(b.contains(10_000.0));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bounds {
+    /// The lower end of the interval.
+    pub lower: f64,
+    /// The upper end of the interval.
+    pub upper: f64,
+}
+
+impl Bounds {
+    /// The interval `estimate · (1 ± z · relative_std_error)`, with the lower end clamped
+    /// at `floor` (a count the structure knows for certain, or zero).
+    pub(crate) fn relative(estimate: f64, relative_std_error: f64, confidence: Confidence, floor: f64) -> Self {
+        let half = estimate * confidence.z() * relative_std_error;
+        Self { lower: (estimate - half).max(floor), upper: estimate + half }
+    }
+
+    /// Whether `value` lies in the closed interval.
+    ///
+    /// ```
+    /// use synopses::core::Bounds;
+    ///
+    /// let b = Bounds { lower: 9.0, upper: 11.0 };
+    /// assert!(b.contains(10.0) && !b.contains(12.0));
+    /// ```
+    pub fn contains(&self, value: f64) -> bool {
+        self.lower <= value && value <= self.upper
+    }
+}

@@ -1,0 +1,14 @@
+//! The small core every synopsis plugs into: the [`Operator`] and [`Mergeable`] traits, the
+//! [`OperatorExt`] conveniences, confidence intervals, and the error types.
+//!
+//! The design follows `rand`'s split of a tiny core trait and a blanket extension trait: an
+//! implementer writes [`Operator::observe`] and, for mergeable state,
+//! [`Mergeable::merge`] and [`Mergeable::empty_like`]; everything else comes for free.
+
+mod bounds;
+mod error;
+mod traits;
+
+pub use bounds::{Bounds, Confidence};
+pub use error::{ConfigError, DecodeError, Error, MergeError};
+pub use traits::{Mergeable, Operator, OperatorExt};

@@ -1,0 +1,200 @@
+//! The operator and merge traits, and the conveniences built on them.
+
+use super::MergeError;
+
+/// A stream operator: something that observes the items of a stream one at a time.
+///
+/// This is the one method an implementer writes. Queries (estimates, bounds, membership,
+/// samples) are inherent methods of each type, because they differ by family. Every synopsis
+/// of this crate implements `Operator<T>` for each item type it accepts; the cardinality
+/// sketches accept anything [`Hashable`](crate::hash::Hashable).
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::core::Operator;
+///
+/// // Generic code sees only the trait.
+/// fn feed<O: Operator<u64>>(op: &mut O, n: u64) {
+///     for i in 0..n {
+///         op.observe(i);
+///     }
+/// }
+/// let mut hll = HyperLogLog::new(12)?;
+/// feed(&mut hll, 100);
+/// assert_eq!(hll.estimate().round(), 100.0);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+pub trait Operator<T> {
+    /// Observes one item of the stream.
+    ///
+    /// ```
+    /// use synopses::cardinality::FlajoletMartin;
+    /// use synopses::core::Operator;
+    ///
+    /// let mut fm = FlajoletMartin::new(64)?;
+    /// for word in ["to", "be", "or", "not", "to", "be"] {
+    ///     Operator::observe(&mut fm, word);
+    /// }
+    /// assert!(fm.bitmap(0).is_some());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn observe(&mut self, item: T);
+}
+
+/// State that merges: two instances of the same configuration that observed two parts of a
+/// stream merge into the state of one instance that observed the whole.
+///
+/// For the deterministic synopses of this crate "the state of one instance that observed the
+/// whole" holds exactly, whatever the split; the tests in `tests/laws.rs` check it, with
+/// commutativity, associativity, idempotence where it holds, and the empty identity.
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::core::Mergeable;
+///
+/// let mut left = HyperLogLog::new(12)?;
+/// let mut right = left.empty_like();
+/// (0..500u64).for_each(|i| left.observe(i));
+/// (500..1000u64).for_each(|i| right.observe(i));
+/// left.merge(&right)?;
+///
+/// let mut whole = HyperLogLog::new(12)?;
+/// (0..1000u64).for_each(|i| whole.observe(i));
+/// assert_eq!(left, whole);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait Mergeable: Sized {
+    /// Merges `other` into `self`.
+    ///
+    /// Fails with a [`MergeError`], leaving `self` unchanged, when the two configurations
+    /// differ (size, precision, seed, ...).
+    ///
+    /// ```
+    /// use synopses::cardinality::FlajoletMartin;
+    /// use synopses::core::Mergeable;
+    ///
+    /// let mut a = FlajoletMartin::new(64)?;
+    /// let b = FlajoletMartin::new(128)?;
+    /// assert!(Mergeable::merge(&mut a, &b).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError>;
+
+    /// A new, empty instance with the same configuration as `self`: the identity of
+    /// [`merge`](Mergeable::merge). (`Default` cannot know the configuration.)
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::core::Mergeable;
+    ///
+    /// let mut a = HyperLogLog::new(10)?;
+    /// a.observe("x");
+    /// let empty = a.empty_like();
+    /// assert_eq!((empty.precision(), empty.estimate()), (10, 0.0));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn empty_like(&self) -> Self;
+
+    /// Merges every instance of `others` into `self`, stopping at the first error.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::core::Mergeable;
+    ///
+    /// let mut parts = Vec::new();
+    /// for p in 0..4u64 {
+    ///     let mut h = HyperLogLog::new(12)?;
+    ///     (p * 100..(p + 1) * 100).for_each(|i| h.observe(i));
+    ///     parts.push(h);
+    /// }
+    /// let mut all = parts[0].empty_like();
+    /// all.merge_all(&parts)?;
+    /// assert_eq!(all.estimate().round(), 400.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn merge_all<'a, I>(&mut self, others: I) -> Result<(), MergeError>
+    where
+        I: IntoIterator<Item = &'a Self>,
+        Self: 'a,
+    {
+        others.into_iter().try_for_each(|other| self.merge(other))
+    }
+}
+
+/// Conveniences for every [`Operator`]; implemented for all of them, never by hand.
+pub trait OperatorExt<T>: Operator<T> {
+    /// Observes every item of an iterator, in order.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::core::OperatorExt;
+    ///
+    /// let mut hll = HyperLogLog::new(12)?;
+    /// hll.observe_all(["a", "b", "a"]);
+    /// assert_eq!(hll.estimate().round(), 2.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        for item in items {
+            self.observe(item);
+        }
+    }
+
+    /// Observes the items of a parallel iterator (a slice, a range, ...) on rayon's thread
+    /// pool: each rayon task folds its share into an [`empty_like`](Mergeable::empty_like)
+    /// instance, the instances are merged, and the result is merged into `self`.
+    ///
+    /// For the deterministic synopses (all cardinality sketches) the state is identical to
+    /// observing the items sequentially, whatever the number of threads. Needs the `rayon`
+    /// feature.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::core::OperatorExt;
+    ///
+    /// let items: Vec<u64> = (0..100_000).collect();
+    /// let mut parallel = HyperLogLog::new(12)?;
+    /// parallel.par_observe(&items[..]);
+    /// let mut sequential = HyperLogLog::new(12)?;
+    /// sequential.observe_all(&items);
+    /// assert_eq!(parallel, sequential);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[cfg(feature = "rayon")]
+    fn par_observe<I>(&mut self, items: I)
+    where
+        I: rayon::iter::IntoParallelIterator<Item = T>,
+        Self: Mergeable + Send + Sync,
+        T: Send,
+    {
+        use rayon::iter::ParallelIterator;
+        let proto = self.empty_like();
+        let merged = items
+            .into_par_iter()
+            .fold(
+                || proto.empty_like(),
+                |mut acc, item| {
+                    acc.observe(item);
+                    acc
+                },
+            )
+            .reduce(|| proto.empty_like(), merge_same_config);
+        // Every instance above was made by `empty_like` of `self`, so the configurations match.
+        merge_same_config_into(self, &merged);
+    }
+}
+
+impl<T, O: Operator<T> + ?Sized> OperatorExt<T> for O {}
+
+/// Merges two instances that were both made by `empty_like` of one instance.
+#[cfg(feature = "rayon")]
+fn merge_same_config<M: Mergeable>(mut a: M, b: M) -> M {
+    merge_same_config_into(&mut a, &b);
+    a
+}
+
+#[cfg(feature = "rayon")]
+fn merge_same_config_into<M: Mergeable>(a: &mut M, b: &M) {
+    let merged = a.merge(b);
+    debug_assert!(merged.is_ok(), "instances made by empty_like share a configuration");
+}

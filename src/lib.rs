@@ -1,0 +1,97 @@
+//! # synopses
+//!
+//! Sketches and approximate stream operators with mergeable state.
+//!
+//! A stream is too large to store; a *synopsis* answers a question about it in small, bounded
+//! memory with a known error. Every synopsis in this crate is a stream operator that observes
+//! one item at a time, and its state *merges*: two instances that observed two parts of a
+//! stream combine into the instance that would have observed the whole. That one contract lets
+//! the same code run in a loop, over parallel partitions, or across machines.
+//!
+//! # Quick start
+//!
+//! ```
+//! use synopses::cardinality::HyperLogLog;
+//! use synopses::core::Confidence;
+//!
+//! // Count distinct visitors in 4 KiB, on two servers, then combine.
+//! let mut server_a = HyperLogLog::new(12)?;
+//! let mut server_b = HyperLogLog::new(12)?;
+//! for i in 0..60_000_u64 {
+//!     server_a.observe(format!("user-{}", i % 40_000));
+//!     server_b.observe(format!("user-{}", 20_000 + i % 40_000));
+//! }
+//! // Ship one sketch as bytes, merge it into the other.
+//! let shipped = HyperLogLog::from_bytes(&server_b.to_bytes())?;
+//! server_a.merge(&shipped)?;
+//!
+//! let bounds = server_a.bounds(Confidence::ThreeSigma);
+//! assert!(bounds.contains(60_000.0)); // users 0 ..< 60 000
+//! # Ok::<(), synopses::Error>(())
+//! ```
+//!
+//! # Choosing a synopsis
+//!
+//! | question | type | error | memory |
+//! |---|---|---|---|
+//! | how many distinct items? | [`cardinality::HyperLogLog`] | `0.83/√m` (one stream), `1.04/√m` (merged) | `m` bytes, `m = 2^p` |
+//! | how many distinct items? (teaching baseline) | [`cardinality::FlajoletMartin`] | `0.78/√m` | `4m` bytes |
+//!
+//! Frequency (Count-Min, heavy hitters), membership (Bloom, counting Bloom), sampling
+//! (reservoirs) and load shedding are planned; each will join this table.
+//!
+//! # Merging and parallel partitions
+//!
+//! Every synopsis implements [`core::Mergeable`]: `merge` combines two instances of the same
+//! configuration, and `empty_like` makes the identity. Merging instances of different
+//! configurations returns a [`MergeError`] and changes nothing. With the `rayon` feature,
+//! [`core::OperatorExt::par_observe`] splits a slice over the thread pool, observes each part
+//! into its own instance and merges them; for the deterministic synopses the result is
+//! identical to a sequential pass.
+//!
+//! ```
+//! use synopses::cardinality::HyperLogLog;
+//! use synopses::core::Mergeable;
+//!
+//! let parts: Vec<HyperLogLog> = (0..4_u64)
+//!     .map(|p| {
+//!         let mut h = HyperLogLog::new(12)?;
+//!         (p * 1000..(p + 1) * 1000).for_each(|i| h.observe(i));
+//!         Ok(h)
+//!     })
+//!     .collect::<Result<_, synopses::ConfigError>>()?;
+//! let mut union = parts[0].empty_like();
+//! union.merge_all(&parts)?;
+//! assert!((union.estimate() - 4000.0).abs() < 4000.0 * 0.05);
+//! # Ok::<(), synopses::Error>(())
+//! ```
+//!
+//! # Determinism and hashing
+//!
+//! Items are hashed with seeded xxh3-64 over a canonical little-endian encoding
+//! ([`hash`]), never with `std::hash::Hash`, so a sketch built on one machine merges with a
+//! sketch built on another, today or in a later version. Golden tests pin the hash values and
+//! the encodings. Every structure also accepts a pre-computed hash (`observe_hash`), to hash
+//! an item once and feed several structures.
+//!
+//! # Serialization
+//!
+//! `to_bytes` / `from_bytes` use one versioned, checksummed binary format ([`codec`]).
+//! Decoding validates every field and never panics or over-allocates on hostile input. With
+//! the `serde` feature, the same bytes back `Serialize` and `Deserialize`.
+//!
+//! # Cargo features
+//!
+//! * `serde`: `Serialize` / `Deserialize` for every synopsis, through the validating decoder.
+//! * `rayon`: [`core::OperatorExt::par_observe`], parallel observation over rayon's pool.
+//!
+//! No feature is on by default. The crate needs `std` (for floating-point functions).
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod cardinality;
+pub mod codec;
+pub mod core;
+pub mod hash;
+
+pub use crate::core::{ConfigError, DecodeError, Error, MergeError};
