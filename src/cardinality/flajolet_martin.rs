@@ -16,6 +16,12 @@ const PCSA_RSE: f64 = 0.78;
 /// The most bitmaps a sketch may have.
 const MAX_BITMAPS: usize = 1 << 16;
 
+/// Linear counting's relative standard error at `n` items in `m` buckets (Whang et al. 1990).
+pub(crate) fn linear_counting_rse(m: f64, n: f64) -> f64 {
+    let t = n / m;
+    (m * (t.exp() - t - 1.0)).sqrt() / n
+}
+
 /// A Flajolet–Martin (PCSA) distinct counter: `m` bitmaps of 32 bits. See the
 /// [family docs](super).
 ///
@@ -146,11 +152,15 @@ impl FlajoletMartin {
         self.bitmaps.get(i).copied()
     }
 
-    /// The estimated number of distinct items:
-    /// `m/φ · (2^R̄ − 2^(−κ·R̄))`, where `R̄` is the mean over bitmaps of the position of the
-    /// lowest unset bit. The second term (κ = 1.75) is Scheuermann and Mauve's small-range
-    /// correction; it makes the estimate of an empty sketch exactly 0 and removes most of
-    /// PCSA's bias below `n ≈ 10·m`.
+    /// The estimated number of distinct items.
+    ///
+    /// In the large range this is PCSA's `m/φ · (2^R̄ − 2^(−κ·R̄))`, where `R̄` is the mean
+    /// over bitmaps of the position of the lowest unset bit; the second term (κ = 1.75) is
+    /// Scheuermann and Mauve's correction, which removes most of the bias between `3m` and
+    /// `10m`. Below that, many bitmaps are still empty and PCSA is biased, so while linear
+    /// counting over the bitmaps, `m · ln(m / V)` with `V` the number of empty bitmaps,
+    /// answers at most [`LINEAR_COUNTING_LIMIT`](Self::LINEAR_COUNTING_LIMIT)` · m`, the sketch
+    /// answers with it.
     ///
     /// ```
     /// # use synopses::cardinality::FlajoletMartin;
@@ -161,26 +171,53 @@ impl FlajoletMartin {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn estimate(&self) -> f64 {
+        self.linear_count().unwrap_or_else(|| self.pcsa_estimate())
+    }
+
+    /// Where the estimate switches from linear counting to PCSA, as a multiple of `m`.
+    pub const LINEAR_COUNTING_LIMIT: f64 = 3.0;
+
+    /// PCSA's estimate with the small-range correction, whatever the range.
+    fn pcsa_estimate(&self) -> f64 {
         let m = self.bitmaps.len() as f64;
         let total: u32 = self.bitmaps.iter().map(|b| b.trailing_ones()).sum();
         let mean = f64::from(total) / m;
         m / PHI * (mean.exp2() - (-KAPPA * mean).exp2())
     }
 
-    /// The relative standard error of the estimate, `0.78 / sqrt(m)` (for counts well above
-    /// `m`).
+    /// The linear-counting estimate, if it is at most the switch point.
+    fn linear_count(&self) -> Option<f64> {
+        let m = self.bitmaps.len() as f64;
+        let empty = self.bitmaps.iter().filter(|&&b| b == 0).count();
+        if empty == 0 {
+            return None;
+        }
+        let n = m * (m / empty as f64).ln();
+        (n <= Self::LINEAR_COUNTING_LIMIT * m).then_some(n)
+    }
+
+    /// The relative standard error of the estimate: `0.78 / sqrt(m)` in the PCSA range, and
+    /// linear counting's `sqrt(m · (e^t − t − 1)) / n` with `t = n/m` below it (Whang et al.
+    /// 1990), evaluated at the estimate.
     ///
     /// ```
     /// # use synopses::cardinality::FlajoletMartin;
-    /// assert_eq!(FlajoletMartin::new(64)?.relative_standard_error(), 0.78 / 8.0);
+    /// let mut fm = FlajoletMartin::new(64)?;
+    /// (0..100_000_u64).for_each(|i| fm.observe(i));
+    /// assert_eq!(fm.relative_standard_error(), 0.78 / 8.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn relative_standard_error(&self) -> f64 {
-        PCSA_RSE / (self.bitmaps.len() as f64).sqrt()
+        let m = self.bitmaps.len() as f64;
+        match self.linear_count() {
+            Some(n) if n > 0.0 => linear_counting_rse(m, n),
+            Some(_) => 0.0,
+            None => PCSA_RSE / m.sqrt(),
+        }
     }
 
-    /// A confidence interval `estimate · (1 ± z · 0.78/sqrt(m))`, its lower end raised to the
-    /// number of bitmaps that have a bit set.
+    /// A confidence interval `estimate · (1 ± z · relative_standard_error)`, its lower end
+    /// raised to the number of bitmaps that have a bit set.
     ///
     /// ```
     /// use synopses::cardinality::FlajoletMartin;

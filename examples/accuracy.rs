@@ -1,0 +1,143 @@
+//! Accuracy sweep: the measured relative error of each cardinality estimator against its
+//! theory, over cardinalities from 1 to 10^6.
+//!
+//! Each trial observes the items `0..n` under its own hash seed, so trials are independent.
+//! The sketch is read at checkpoints as it grows, which gives one error per trial and
+//! checkpoint. Prints a table, and with `--csv PATH` writes every row for the notebook.
+//!
+//! ```text
+//! cargo run --release --example accuracy                   # table, 200 trials
+//! cargo run --release --example accuracy -- --trials 1000 --csv notebooks/accuracy.csv
+//! ```
+
+use std::error::Error;
+use std::fmt::Write as _;
+
+use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+
+/// Cardinalities at which every sketch is read.
+fn checkpoints() -> Vec<u64> {
+    let mut out: Vec<u64> = (1..=10).collect();
+    for decade in 1..=5 {
+        let base = 10u64.pow(decade);
+        out.extend([base * 2, base * 5, base * 10]);
+    }
+    out
+}
+
+struct Row {
+    sketch: String,
+    estimator: &'static str,
+    size: usize,
+    n: u64,
+    rmse: f64,
+    bias: f64,
+    theory: f64,
+}
+
+fn summarize(errors: &[f64]) -> (f64, f64) {
+    let t = errors.len() as f64;
+    let bias = errors.iter().sum::<f64>() / t;
+    let rmse = (errors.iter().map(|e| e * e).sum::<f64>() / t).sqrt();
+    (rmse, bias)
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let trials: usize = flag("--trials").map(|s| s.parse()).transpose()?.unwrap_or(200);
+    let csv = flag("--csv");
+    let points = checkpoints();
+    let n_max = *points.last().ok_or("no checkpoints")?;
+    let mut rows = Vec::new();
+
+    for p in [4_u8, 8, 12] {
+        let m = 1usize << p;
+        let (mut mart, mut reg) = (vec![vec![]; points.len()], vec![vec![]; points.len()]);
+        for t in 0..trials {
+            let mut hll = HyperLogLog::with_seed(p, 0xACC0_0000 + t as u64)?;
+            let mut next = 0;
+            for i in 0..n_max {
+                hll.observe(i);
+                if i + 1 == points[next] {
+                    let n = points[next] as f64;
+                    mart[next].push(hll.estimate() / n - 1.0);
+                    reg[next].push(hll.register_estimate() / n - 1.0);
+                    next += 1;
+                }
+            }
+        }
+        for (k, &n) in points.iter().enumerate() {
+            for (estimator, errs, c) in [("martingale", &mart[k], 0.8326), ("register", &reg[k], 1.0390)] {
+                let (rmse, bias) = summarize(errs);
+                rows.push(Row {
+                    sketch: format!("HyperLogLog p={p}"),
+                    estimator,
+                    size: m,
+                    n,
+                    rmse,
+                    bias,
+                    theory: c / (m as f64).sqrt(),
+                });
+            }
+        }
+    }
+
+    for m in [64_usize, 256, 1024] {
+        let mut errs = vec![vec![]; points.len()];
+        for t in 0..trials {
+            let mut fm = FlajoletMartin::with_seed(m, 0xF00D_0000 + t as u64)?;
+            let mut next = 0;
+            for i in 0..n_max {
+                fm.observe(i);
+                if i + 1 == points[next] {
+                    errs[next].push(fm.estimate() / points[next] as f64 - 1.0);
+                    next += 1;
+                }
+            }
+        }
+        for (k, &n) in points.iter().enumerate() {
+            let (rmse, bias) = summarize(&errs[k]);
+            // Linear counting answers up to 3m (its error formula, Whang et al.), PCSA above.
+            let (mf, nf) = (m as f64, n as f64);
+            let theory = if nf <= FlajoletMartin::LINEAR_COUNTING_LIMIT * mf {
+                let t = nf / mf;
+                (mf * (t.exp() - t - 1.0)).sqrt() / nf
+            } else {
+                0.78 / mf.sqrt()
+            };
+            rows.push(Row { sketch: format!("FlajoletMartin m={m}"), estimator: "fm", size: m, n, rmse, bias, theory });
+        }
+    }
+
+    println!("{trials} trials per point; errors are relative (estimate / n - 1)");
+    println!(
+        "{:<22} {:<11} {:>8} {:>9} {:>9} {:>9} {:>7}",
+        "sketch", "estimator", "n", "rmse", "bias", "theory", "ratio"
+    );
+    for r in &rows {
+        println!(
+            "{:<22} {:<11} {:>8} {:>9.5} {:>9.5} {:>9.5} {:>7.3}",
+            r.sketch,
+            r.estimator,
+            r.n,
+            r.rmse,
+            r.bias,
+            r.theory,
+            r.rmse / r.theory
+        );
+    }
+    if let Some(path) = csv {
+        let mut out = String::from("sketch,estimator,size,n,rmse,bias,theory,trials\n");
+        for r in &rows {
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{}",
+                r.sketch, r.estimator, r.size, r.n, r.rmse, r.bias, r.theory, trials
+            )?;
+        }
+        std::fs::write(&path, out)?;
+        println!("wrote {path}");
+    }
+    Ok(())
+}
