@@ -158,7 +158,8 @@ impl FlajoletMartin {
     /// over bitmaps of the position of the lowest unset bit; the second term (κ = 1.75) is
     /// Scheuermann and Mauve's correction, which removes most of the bias between `3m` and
     /// `10m`. Below that, many bitmaps are still empty and PCSA is biased, so while linear
-    /// counting over the bitmaps, `m · ln(m / V)` with `V` the number of empty bitmaps,
+    /// counting over the bitmaps, `ln(V/m) / ln(1 − 1/m) ≈ m · ln(m/V)` with `V` the number of
+    /// empty bitmaps,
     /// answers at most [`LINEAR_COUNTING_LIMIT`](Self::LINEAR_COUNTING_LIMIT)` · m`, the sketch
     /// answers with it.
     ///
@@ -185,14 +186,19 @@ impl FlajoletMartin {
         m / PHI * (mean.exp2() - (-KAPPA * mean).exp2())
     }
 
-    /// The linear-counting estimate, if it is at most the switch point.
+    /// The linear-counting estimate, if it is at most the switch point: the `n` at which the
+    /// expected number of empty bitmaps, `m (1 − 1/m)^n`, equals the observed `V`. (The usual
+    /// `m ln(m/V)` approximates it, and overestimates one item as `1 + 1/(2m)`.)
     fn linear_count(&self) -> Option<f64> {
         let m = self.bitmaps.len() as f64;
-        let empty = self.bitmaps.iter().filter(|&&b| b == 0).count();
-        if empty == 0 {
+        let empty = self.bitmaps.iter().filter(|&&b| b == 0).count() as f64;
+        if empty == m {
+            return Some(0.0);
+        }
+        if empty == 0.0 {
             return None;
         }
-        let n = m * (m / empty as f64).ln();
+        let n = (empty / m).ln() / (-1.0 / m).ln_1p();
         (n <= Self::LINEAR_COUNTING_LIMIT * m).then_some(n)
     }
 

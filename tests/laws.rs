@@ -1,0 +1,221 @@
+//! The merge contract, checked with proptest for every mergeable type: the partition law (any
+//! split of a stream, observed part by part and merged, gives the state of one pass over the
+//! whole), commutativity, associativity, the empty identity, idempotence, and
+//! serialize → deserialize → merge = in-memory merge. The generators reach every internal
+//! mode: HyperLogLog precisions from 4 (dense after 3 distinct items) to 10 with streams up to
+//! 1500 items cross the sparse → dense switch in the middle of streams and of merges.
+
+use std::fmt::Debug;
+
+use proptest::prelude::*;
+use proptest::sample::Index;
+use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::core::{Mergeable, OperatorExt};
+
+/// A type under test: how to make it, feed it, encode it, and compare estimates bit for bit.
+trait Subject: Mergeable + Clone + PartialEq + Debug {
+    fn feed(&mut self, items: &[u64]);
+    fn roundtrip(&self) -> Self;
+    /// What a sketch with this state answers, as bits (estimates that depend on history only,
+    /// such as the martingale, are compared separately).
+    fn state_estimate(&self) -> u64;
+}
+
+impl Subject for HyperLogLog {
+    fn feed(&mut self, items: &[u64]) {
+        self.observe_all(items);
+    }
+    fn roundtrip(&self) -> Self {
+        HyperLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
+    }
+    fn state_estimate(&self) -> u64 {
+        self.register_estimate().to_bits()
+    }
+}
+
+impl Subject for FlajoletMartin {
+    fn feed(&mut self, items: &[u64]) {
+        self.observe_all(items);
+    }
+    fn roundtrip(&self) -> Self {
+        FlajoletMartin::from_bytes(&self.to_bytes()).expect("own encoding decodes")
+    }
+    fn state_estimate(&self) -> u64 {
+        self.estimate().to_bits()
+    }
+}
+
+fn merged<S: Subject>(a: &S, b: &S) -> S {
+    let mut out = a.clone();
+    out.merge(b).expect("same configuration");
+    out
+}
+
+fn observed<S: Subject>(empty: &S, items: &[u64]) -> S {
+    let mut s = empty.clone();
+    s.feed(items);
+    s
+}
+
+/// Splits `items` at the given cut points (in any order, duplicates allowed).
+fn split<'a>(items: &'a [u64], cuts: &[Index]) -> Vec<&'a [u64]> {
+    let mut at: Vec<usize> = cuts.iter().map(|c| c.index(items.len() + 1)).collect();
+    at.sort_unstable();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for cut in at.into_iter().chain([items.len()]) {
+        parts.push(&items[start..cut]);
+        start = cut;
+    }
+    parts
+}
+
+fn partition_law<S: Subject>(empty: &S, items: &[u64], cuts: &[Index]) -> Result<(), TestCaseError> {
+    let whole = observed(empty, items);
+    let mut union = empty.empty_like();
+    for part in split(items, cuts) {
+        union.merge(&observed(empty, part)).expect("same configuration");
+    }
+    prop_assert_eq!(&union, &whole);
+    prop_assert_eq!(union.state_estimate(), whole.state_estimate());
+    Ok(())
+}
+
+fn algebra_laws<S: Subject>(empty: &S, a: &[u64], b: &[u64], c: &[u64]) -> Result<(), TestCaseError> {
+    let (a, b, c) = (observed(empty, a), observed(empty, b), observed(empty, c));
+    // Commutative.
+    let ab = merged(&a, &b);
+    prop_assert_eq!(&ab, &merged(&b, &a));
+    prop_assert_eq!(ab.state_estimate(), merged(&b, &a).state_estimate());
+    // Associative.
+    prop_assert_eq!(merged(&ab, &c), merged(&a, &merged(&b, &c)));
+    // Identity, both sides.
+    let e = empty.empty_like();
+    prop_assert_eq!(&merged(&a, &e), &a);
+    prop_assert_eq!(&merged(&e, &a), &a);
+    // Idempotent.
+    prop_assert_eq!(&merged(&a, &a), &a);
+    // Serialize → deserialize → merge equals the in-memory merge.
+    let via_bytes = merged(&a.roundtrip(), &b.roundtrip());
+    prop_assert_eq!(&via_bytes, &ab);
+    prop_assert_eq!(via_bytes.state_estimate(), ab.state_estimate());
+    Ok(())
+}
+
+fn items() -> impl Strategy<Value = Vec<u64>> {
+    // A small domain gives repeats; lengths reach both modes at every tested precision.
+    prop::collection::vec(0..3000_u64, 0..1500)
+}
+
+fn cuts() -> impl Strategy<Value = Vec<Index>> {
+    prop::collection::vec(any::<Index>(), 0..4)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn hll_partition_law(p in 4_u8..=10, seed in any::<u64>(), items in items(), cuts in cuts()) {
+        partition_law(&HyperLogLog::with_seed(p, seed).unwrap(), &items, &cuts)?;
+    }
+
+    #[test]
+    fn hll_algebra(p in 4_u8..=10, a in items(), b in items(), c in items()) {
+        algebra_laws(&HyperLogLog::new(p).unwrap(), &a, &b, &c)?;
+    }
+
+    #[test]
+    fn fm_partition_law(log2 in 0_u32..=10, items in items(), cuts in cuts()) {
+        partition_law(&FlajoletMartin::new(1 << log2).unwrap(), &items, &cuts)?;
+    }
+
+    #[test]
+    fn fm_algebra(log2 in 0_u32..=10, a in items(), b in items(), c in items()) {
+        algebra_laws(&FlajoletMartin::new(1 << log2).unwrap(), &a, &b, &c)?;
+    }
+
+    /// Merging in the empty sketch, or a sparse one, is the same as observing its items, so it
+    /// keeps the martingale estimate: bit for bit for the empty one.
+    #[test]
+    fn hll_empty_merge_keeps_every_estimate(p in 4_u8..=10, a in items()) {
+        let a = observed(&HyperLogLog::new(p).unwrap(), &a);
+        let m = merged(&a, &a.empty_like());
+        prop_assert_eq!(m.estimate().to_bits(), a.estimate().to_bits());
+        prop_assert_eq!(m.martingale_estimate().map(f64::to_bits), a.martingale_estimate().map(f64::to_bits));
+    }
+
+    /// Reducing a sketch to a lower precision gives the sketch that precision would have built.
+    #[test]
+    fn hll_reduce_equals_direct(p in 5_u8..=12, drop in 1_u8..=4, items in items()) {
+        let target = p.saturating_sub(drop).max(4);
+        let fine = observed(&HyperLogLog::new(p).unwrap(), &items);
+        let coarse = observed(&HyperLogLog::new(target).unwrap(), &items);
+        prop_assert_eq!(fine.reduce(target).unwrap(), coarse);
+    }
+
+    /// While sparse, the sketch is exact: it agrees with a `HashSet`.
+    #[test]
+    fn hll_sparse_mode_is_exact(p in 10_u8..=18, items in prop::collection::vec(any::<u64>(), 0..150)) {
+        let h = observed(&HyperLogLog::new(p).unwrap(), &items);
+        let exact = items.iter().collect::<std::collections::HashSet<_>>().len();
+        prop_assert!(h.is_sparse());
+        prop_assert_eq!(h.estimate(), exact as f64);
+        prop_assert!(h.bounds(synopses::core::Confidence::ThreeSigma).contains(exact as f64));
+    }
+}
+
+#[test]
+fn mismatched_merges_fail_and_change_nothing() -> Result<(), Box<dyn std::error::Error>> {
+    let mut a = HyperLogLog::with_seed(10, 1)?;
+    a.observe_all(0..5000_u64);
+    let before = a.clone();
+    for (other, parameter) in [(HyperLogLog::with_seed(11, 1)?, "precision"), (HyperLogLog::with_seed(10, 2)?, "seed")]
+    {
+        assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
+        assert_eq!(a, before);
+        assert_eq!(a.estimate().to_bits(), before.estimate().to_bits());
+    }
+    let mut f = FlajoletMartin::with_seed(64, 1)?;
+    f.observe_all(0..5000_u64);
+    let before = f.clone();
+    for (other, parameter) in
+        [(FlajoletMartin::with_seed(128, 1)?, "bitmaps"), (FlajoletMartin::with_seed(64, 2)?, "seed")]
+    {
+        assert_eq!(f.merge(&other).map_err(|e| e.parameter()), Err(parameter));
+        assert_eq!(f, before);
+    }
+    Ok(())
+}
+
+#[cfg(feature = "rayon")]
+mod parallel {
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// Observing in parallel gives the state of a sequential pass, whatever rayon's split.
+        #[test]
+        fn par_observe_equals_sequential(p in 4_u8..=12, items in prop::collection::vec(any::<u64>(), 0..20_000)) {
+            let mut par = HyperLogLog::new(p).unwrap();
+            par.par_observe(&items[..]);
+            prop_assert_eq!(par, observed(&HyperLogLog::new(p).unwrap(), &items));
+
+            let mut par = FlajoletMartin::new(1 << (p - 4)).unwrap();
+            par.par_observe(&items[..]);
+            prop_assert_eq!(par, observed(&FlajoletMartin::new(1 << (p - 4)).unwrap(), &items));
+        }
+    }
+
+    #[test]
+    fn par_observe_into_a_non_empty_sketch() -> Result<(), synopses::ConfigError> {
+        let items: Vec<u64> = (0..200_000).collect();
+        let mut par = HyperLogLog::new(12)?;
+        par.observe_all(&items[..1000]);
+        par.par_observe(&items[1000..]);
+        let mut seq = HyperLogLog::new(12)?;
+        seq.observe_all(&items);
+        assert_eq!(par, seq);
+        Ok(())
+    }
+}
