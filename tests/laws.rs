@@ -198,11 +198,11 @@ mod parallel {
         #[test]
         fn par_observe_equals_sequential(p in 4_u8..=12, items in prop::collection::vec(any::<u64>(), 0..20_000)) {
             let mut par = HyperLogLog::new(p).unwrap();
-            par.par_observe(&items[..]);
+            par.par_observe(&items);
             prop_assert_eq!(par, observed(&HyperLogLog::new(p).unwrap(), &items));
 
             let mut par = FlajoletMartin::new(1 << (p - 4)).unwrap();
-            par.par_observe(&items[..]);
+            par.par_observe(&items);
             prop_assert_eq!(par, observed(&FlajoletMartin::new(1 << (p - 4)).unwrap(), &items));
         }
     }

@@ -157,12 +157,12 @@ impl FlajoletMartin {
     /// In the large range this is PCSA's `m/φ · (2^R̄ − 2^(−κ·R̄))`, where `R̄` is the mean
     /// over bitmaps of the position of the lowest unset bit; the second term (κ = 1.75) is
     /// Scheuermann and Mauve's correction, which removes most of the bias between `3m` and
-    /// `10m`. Below that, many bitmaps are still empty and PCSA is biased, so while linear
-    /// counting over the bitmaps, `ln(V/m) / ln(1 − 1/m) ≈ m · ln(m/V)` with `V` the number of
-    /// empty bitmaps,
-    /// answers at most [`LINEAR_COUNTING_LIMIT`](Self::LINEAR_COUNTING_LIMIT)` · m`, the sketch
-    /// answers with it.
-    ///
+    /// `10m`. Below that many bitmaps are still empty and PCSA is biased, so while linear
+    /// counting over the bitmaps, `ln(V/m) / ln(1 − 1/m) ≈ m · ln(m/V)` with `V` empty bitmaps,
+    /// answers at most [`LINEAR_COUNTING_LIMIT`](Self::LINEAR_COUNTING_LIMIT)` · m`, the
+    /// sketch answers with it. Measured error (`examples/accuracy.rs`, 2000 trials): linear
+    /// counting's formula up to `3m`, up to 1.25 × `0.78/√m` between `3m` and `10m`, and
+    /// `0.78/√m` above.    ///
     /// ```
     /// # use synopses::cardinality::FlajoletMartin;
     /// let mut fm = FlajoletMartin::new(64)?;

@@ -266,6 +266,12 @@ impl HyperLogLog {
     /// answers, merged or not. Relative standard error about `1.04 / sqrt(m)`, no bias bump
     /// anywhere in the range. In the sparse mode, the exact count.
     ///
+    /// We use the finite-`m` constant `α_m` where Ertl uses its limit `α_∞`, which removes a
+    /// relative bias of `+1.079/m` that we measured over the whole range. At precisions below
+    /// 8 a small negative bias remains below about `4m` items: −3 % at precision 4 and
+    /// −0.8 % at precision 6 (2000 trials; both far below the standard error); from precision
+    /// 8 on it is under 0.2 %.
+    ///
     /// ```
     /// # use synopses::cardinality::HyperLogLog;
     /// let mut hll = HyperLogLog::new(12)?;
@@ -780,10 +786,10 @@ impl Dense {
     #[inline]
     fn update(&mut self, index: usize, rank: u8, p: u8) {
         // `index < 2^p == registers.len()` by construction; `get` keeps the proof local.
-        if let Some(&old) = self.registers.get(index) {
-            if rank > old {
-                self.raise(index, old, rank, p);
-            }
+        if let Some(&old) = self.registers.get(index)
+            && rank > old
+        {
+            self.raise(index, old, rank, p);
         }
     }
 
@@ -798,10 +804,10 @@ impl Dense {
 
     /// Raises a register without counting it in the martingale (bulk loads).
     fn set_max(&mut self, index: usize, rank: u8, p: u8) {
-        if let Some(&old) = self.registers.get(index) {
-            if rank > old {
-                self.set(index, old, rank, p);
-            }
+        if let Some(&old) = self.registers.get(index)
+            && rank > old
+        {
+            self.set(index, old, rank, p);
         }
     }
 
@@ -819,14 +825,23 @@ impl Dense {
 
     /// Recomputes the aggregates from the registers.
     fn recount(&mut self, p: u8) {
-        let mut histogram = [0u32; 66];
-        for &r in self.registers.iter() {
-            histogram[usize::from(r)] += 1;
+        // Four interleaved histograms: consecutive registers often hold the same value, and
+        // one histogram would make each increment wait for the previous one's store.
+        let mut histograms = [[0u32; 64]; 4];
+        let mut quads = self.registers.chunks_exact(4);
+        for quad in &mut quads {
+            for (h, &r) in histograms.iter_mut().zip(quad) {
+                h[usize::from(r & 63)] += 1;
+            }
         }
+        for &r in quads.remainder() {
+            histograms[0][usize::from(r & 63)] += 1;
+        }
+        let count = |r: usize| histograms.iter().map(|h| h[r]).sum::<u32>();
         let saturated = usize::from(65 - p);
-        self.zeros = histogram[0];
-        self.saturated = histogram[saturated];
-        self.inverse_sum = histogram[..saturated].iter().enumerate().map(|(r, &c)| u128::from(c) << (64 - r)).sum();
+        self.zeros = count(0);
+        self.saturated = count(saturated);
+        self.inverse_sum = (0..saturated).map(|r| u128::from(count(r)) << (64 - r)).sum();
     }
 
     fn merge_dense(&mut self, other: &Self, p: u8) {

@@ -41,9 +41,11 @@
 //!   mean R = 4.5  →  n̂ = 4 / 0.77351 · 2^4.5 ≈ 117
 //! ```
 //!
-//! PCSA is biased when `n` is not much larger than `m`, because many bitmaps are still empty;
-//! we subtract Scheuermann and Mauve's correction term `2^(−κ·mean R)` (κ = 1.75), which makes
-//! the estimate of an empty sketch exactly 0 and removes most of the bias below `n ≈ 10·m`.
+//! PCSA is biased when `n` is not much larger than `m`, because many bitmaps are still empty.
+//! We subtract Scheuermann and Mauve's correction term `2^(−κ·mean R)` (κ = 1.75), which
+//! removes most of the bias between `3m` and `10m`, and below `3m` answer by *linear
+//! counting*: with `V` of the `m` bitmaps still empty, `n̂ = ln(V/m) / ln(1 − 1/m)`, whose
+//! relative error is `sqrt(m(e^t − t − 1))/n` at `t = n/m` (Whang et al. 1990).
 //!
 //! ## LogLog, 2003: keep only the maximum
 //!
@@ -141,6 +143,8 @@
 //!
 //! * P. Flajolet, G. N. Martin. *Probabilistic counting algorithms for data base
 //!   applications.* JCSS 31(2), 1985.
+//! * K.-Y. Whang, B. T. Vander-Zanden, H. M. Taylor. *A linear-time probabilistic counting
+//!   algorithm for database applications.* ACM TODS 15(2), 1990.
 //! * D. Scheuermann, M. Mauve. *Near-optimal compression of probabilistic counting sketches for
 //!   networking applications.* DIALM-POMC 2007.
 //! * M. Durand, P. Flajolet. *LogLog counting of large cardinalities.* ESA 2003.

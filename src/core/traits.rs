@@ -140,9 +140,10 @@ pub trait OperatorExt<T>: Operator<T> {
         }
     }
 
-    /// Observes the items of a parallel iterator (a slice, a range, ...) on rayon's thread
-    /// pool: each rayon task folds its share into an [`empty_like`](Mergeable::empty_like)
-    /// instance, the instances are merged, and the result is merged into `self`.
+    /// Observes the items of a slice on rayon's thread pool: the slice is cut into one
+    /// contiguous part per thread, each part is observed into an
+    /// [`empty_like`](Mergeable::empty_like) instance, and the parts are merged into `self`
+    /// in slice order.
     ///
     /// For the deterministic synopses (all cardinality sketches) the state is identical to
     /// observing the items sequentially, whatever the number of threads. Needs the `rayon`
@@ -154,47 +155,38 @@ pub trait OperatorExt<T>: Operator<T> {
     ///
     /// let items: Vec<u64> = (0..100_000).collect();
     /// let mut parallel = HyperLogLog::new(12)?;
-    /// parallel.par_observe(&items[..]);
+    /// parallel.par_observe(&items);
     /// let mut sequential = HyperLogLog::new(12)?;
     /// sequential.observe_all(&items);
     /// assert_eq!(parallel, sequential);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     #[cfg(feature = "rayon")]
-    fn par_observe<I>(&mut self, items: I)
+    fn par_observe(&mut self, items: &[T])
     where
-        I: rayon::iter::IntoParallelIterator<Item = T>,
-        Self: Mergeable + Send + Sync,
-        T: Send,
+        T: Sync,
+        Self: for<'a> Operator<&'a T> + Mergeable + Send + Sync,
     {
-        use rayon::iter::ParallelIterator;
+        use rayon::prelude::*;
+        // One part per thread: per-part setup and the final merges then cost O(threads), and
+        // the parts are large enough for the sketches to reach their steady state.
+        let parts = rayon::current_num_threads().max(1);
+        let part_len = items.len().div_ceil(parts).max(1);
         let proto = self.empty_like();
-        let merged = items
-            .into_par_iter()
-            .fold(
-                || proto.empty_like(),
-                |mut acc, item| {
-                    acc.observe(item);
-                    acc
-                },
-            )
-            .reduce(|| proto.empty_like(), merge_same_config);
-        // Every instance above was made by `empty_like` of `self`, so the configurations match.
-        merge_same_config_into(self, &merged);
+        let observed: Vec<Self> = items
+            .par_chunks(part_len)
+            .map(|part| {
+                let mut op = proto.empty_like();
+                part.iter().for_each(|item| op.observe(item));
+                op
+            })
+            .collect();
+        for op in &observed {
+            // Every part was made by `empty_like` of `self`, so the configurations match.
+            let merged = self.merge(op);
+            debug_assert!(merged.is_ok(), "instances made by empty_like share a configuration");
+        }
     }
 }
 
 impl<T, O: Operator<T> + ?Sized> OperatorExt<T> for O {}
-
-/// Merges two instances that were both made by `empty_like` of one instance.
-#[cfg(feature = "rayon")]
-fn merge_same_config<M: Mergeable>(mut a: M, b: M) -> M {
-    merge_same_config_into(&mut a, &b);
-    a
-}
-
-#[cfg(feature = "rayon")]
-fn merge_same_config_into<M: Mergeable>(a: &mut M, b: &M) {
-    let merged = a.merge(b);
-    debug_assert!(merged.is_ok(), "instances made by empty_like share a configuration");
-}
