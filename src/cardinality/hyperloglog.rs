@@ -242,8 +242,10 @@ impl HyperLogLog {
 
     /// The estimated number of distinct items observed.
     ///
-    /// In the sparse mode this is the exact count (up to collisions of 32-bit entries, about
-    /// one in ten million items at the largest sparse size). Afterwards it is the martingale
+    /// In the sparse mode this is the exact count, but for items whose 32-bit entries
+    /// coincide (probability `2^-26/3` per pair): at the largest sparse size that loses
+    /// 0.0008 % of the count on average at precision 14 (3 072 items) and 0.012 % at
+    /// precision 18 (49 152 items). Afterwards it is the martingale
     /// estimate while the sketch has only ever observed one stream, and Ertl's improved
     /// estimate from the registers once a merge made the martingale unavailable. Either way
     /// it is answered in constant time, without a pass over the registers.
