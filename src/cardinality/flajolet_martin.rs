@@ -310,9 +310,9 @@ impl FlajoletMartin {
         if usize::from(log2) > MAX_BITMAPS.trailing_zeros() as usize {
             return Err(DecodeError::InvalidField { field: "bitmaps", reason: "more than 65536 bitmaps" });
         }
+        r.expect_items(1 << log2, 4)?;
         let mut fm = Self::with_seed(1 << log2, seed)
             .map_err(|_| DecodeError::InvalidField { field: "bitmaps", reason: "not a power of two in 1..=65536" })?;
-        r.expect_items(fm.bitmaps.len(), 4)?;
         for b in fm.bitmaps.iter_mut() {
             *b = r.u32()?;
         }

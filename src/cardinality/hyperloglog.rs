@@ -113,9 +113,10 @@ impl HyperLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_error(relative_error: f64) -> Result<Self, ConfigError> {
-        let fits = |p: u8| improved_rse(1 << p) / f64::from(1u32 << p).sqrt() <= relative_error;
-        match (MIN_PRECISION..=MAX_PRECISION).find(|&p| fits(p)) {
-            Some(p) if relative_error.is_finite() => Self::new(p),
+        let error_at = |p: u8| improved_rse(1 << p) / f64::from(1u32 << p).sqrt();
+        let in_range = (error_at(MAX_PRECISION)..=error_at(MIN_PRECISION)).contains(&relative_error);
+        match (MIN_PRECISION..=MAX_PRECISION).find(|&p| error_at(p) <= relative_error) {
+            Some(p) if in_range => Self::new(p),
             _ => Err(ConfigError::new("relative_error", relative_error, "a number in [0.00203, 0.2765]")),
         }
     }
@@ -567,6 +568,11 @@ impl HyperLogLog {
                 }
             }
             d.recount(precision);
+            // The martingale starts at the exact sparse count and adds at least 1 for every
+            // register raised since, so it is at least the number of registers set.
+            if martingale.is_some_and(|x| x < f64::from((m as u32) - d.zeros)) {
+                return Err(DecodeError::InvalidField { field: "martingale", reason: "below the registers set" });
+            }
             d.martingale = martingale;
             hll.repr = Repr::Dense(d);
         } else {

@@ -1,0 +1,389 @@
+//! Golden values: pins the hash path, the binary format and the estimators, so that any change
+//! to them fails here instead of silently breaking sketches stored or shipped by an older build.
+//!
+//! * Hashes: `Hashable::hash64` of a table of items under seed 0 and [`DEFAULT_SEED`], as
+//!   literals, with two values cross-checked against xxh3 itself.
+//! * Encodings: the files in `tests/fixtures/v1/`, each rebuilt here from a deterministic
+//!   recipe and compared byte for byte, then decoded and compared with the rebuilt sketch.
+//! * Estimates: the exact `f64` bit patterns of the estimates of a few seeded sketches.
+//!
+//! To regenerate the fixtures after an *intended* format change (which also needs a new format
+//! version, since version 1 must stay readable):
+//!
+//! ```text
+//! SYNOPSES_BLESS=1 cargo test --test golden
+//! ```
+
+use std::error::Error;
+use std::fs;
+use std::path::PathBuf;
+use std::sync::Once;
+
+use synopses::DecodeError;
+use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::hash::{DEFAULT_SEED, Hashable, hash_bytes};
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+type TestResult = Result<(), Box<dyn Error>>;
+
+// ---------------------------------------------------------------------------------------------
+// Hashes
+// ---------------------------------------------------------------------------------------------
+
+/// The hash of every item of the golden table under `seed`, named as in [`GOLDEN_HASHES`].
+fn item_hashes(seed: u64) -> Vec<(&'static str, u64)> {
+    vec![
+        ("0u64", 0u64.hash64(seed)),
+        ("1u64", 1u64.hash64(seed)),
+        ("5u64", 5u64.hash64(seed)),
+        ("u64::MAX", u64::MAX.hash64(seed)),
+        ("-1i64", (-1i64).hash64(seed)),
+        ("i64::MIN", i64::MIN.hash64(seed)),
+        ("42u32", 42u32.hash64(seed)),
+        ("42u8", 42u8.hash64(seed)),
+        ("-7i32", (-7i32).hash64(seed)),
+        ("7usize", 7usize.hash64(seed)),
+        ("-7isize", (-7isize).hash64(seed)),
+        ("true", true.hash64(seed)),
+        ("false", false.hash64(seed)),
+        ("'x'", 'x'.hash64(seed)),
+        ("'é'", 'é'.hash64(seed)),
+        ("1u128", 1u128.hash64(seed)),
+        ("-1i128", (-1i128).hash64(seed)),
+        ("u128::MAX", u128::MAX.hash64(seed)),
+        ("\"\"", "".hash64(seed)),
+        ("\"hello\"", "hello".hash64(seed)),
+        ("b\"hello\"", b"hello".hash64(seed)),
+        ("String(\"hello\")", String::from("hello").hash64(seed)),
+        ("\"héllo wörld\"", "héllo wörld".hash64(seed)),
+        ("[0u8; 8]", [0u8; 8].hash64(seed)),
+        ("vec![1u8, 2, 3]", vec![1u8, 2, 3].hash64(seed)),
+        ("[0u8; 300]", [0u8; 300][..].hash64(seed)),
+    ]
+}
+
+/// `(item, hash64 with seed 0, hash64 with DEFAULT_SEED)`, computed once and pasted.
+const GOLDEN_HASHES: &[(&str, u64, u64)] = &[
+    ("0u64", 0xC77B_3ABB_6F87_ACD9, 0x42D6_9D29_2B28_530F),
+    ("1u64", 0x2FBC_5935_64DB_792E, 0x96C8_DE6D_7EE3_B014),
+    ("5u64", 0x8E03_E9AA_39AA_A78C, 0xD7AD_B570_141A_0F11),
+    ("u64::MAX", 0x5111_C7E4_7D78_4413, 0x4789_A7A3_43DE_5F5B),
+    ("-1i64", 0x5111_C7E4_7D78_4413, 0x4789_A7A3_43DE_5F5B),
+    ("i64::MIN", 0x828F_2476_789A_0E5F, 0xED6D_8FE6_C559_A7DB),
+    ("42u32", 0xD5A6_F8C8_38DF_27C8, 0x22B4_0790_B892_5401),
+    ("42u8", 0xD5A6_F8C8_38DF_27C8, 0x22B4_0790_B892_5401),
+    ("-7i32", 0xCDED_DD5C_0859_7FB4, 0x9FB7_817F_0BEB_20BC),
+    ("7usize", 0x8167_1E58_D6B5_96AF, 0xC61E_CFE3_9652_E7BB),
+    ("-7isize", 0xCDED_DD5C_0859_7FB4, 0x9FB7_817F_0BEB_20BC),
+    ("true", 0x2FBC_5935_64DB_792E, 0x96C8_DE6D_7EE3_B014),
+    ("false", 0xC77B_3ABB_6F87_ACD9, 0x42D6_9D29_2B28_530F),
+    ("'x'", 0x4F60_8B7C_87BD_51B7, 0xBC65_3DE3_B542_634F),
+    ("'é'", 0xEA0D_0448_15FC_8466, 0x555E_8632_93BF_B1B7),
+    ("1u128", 0x26F2_A114_8CF5_2011, 0x8169_8DF7_C7A5_12D5),
+    ("-1i128", 0x722A_202F_07A4_B313, 0x00EE_838A_71AD_0D52),
+    ("u128::MAX", 0x722A_202F_07A4_B313, 0x00EE_838A_71AD_0D52),
+    ("\"\"", 0x2D06_8005_38D3_94C2, 0x8B35_B76B_673E_D3F8),
+    ("\"hello\"", 0x9555_E855_5C62_DCFD, 0xE08B_CABE_9392_5BD6),
+    ("b\"hello\"", 0x9555_E855_5C62_DCFD, 0xE08B_CABE_9392_5BD6),
+    ("String(\"hello\")", 0x9555_E855_5C62_DCFD, 0xE08B_CABE_9392_5BD6),
+    ("\"héllo wörld\"", 0xCA5A_EB8D_A2D7_6864, 0x9CB0_1531_5B38_EA47),
+    ("[0u8; 8]", 0xC77B_3ABB_6F87_ACD9, 0x42D6_9D29_2B28_530F),
+    ("vec![1u8, 2, 3]", 0xEBCE_9B76_32AE_733B, 0xFA71_89FA_0B01_7EE0),
+    ("[0u8; 300]", 0x56D0_762B_2008_5F91, 0x359A_5931_570B_BAFD),
+];
+
+#[test]
+fn hash_values_are_pinned() {
+    let zero = item_hashes(0);
+    let default = item_hashes(DEFAULT_SEED);
+    assert_eq!(zero.len(), GOLDEN_HASHES.len(), "the table of items and the golden values differ in length");
+    for (((name, h0), (_, hd)), &(golden_name, g0, gd)) in zero.iter().zip(&default).zip(GOLDEN_HASHES) {
+        assert_eq!(*name, golden_name, "the golden table is out of order");
+        assert_eq!(*h0, g0, "{name}.hash64(0): got 0x{h0:016X}, pinned 0x{g0:016X}");
+        assert_eq!(*hd, gd, "{name}.hash64(DEFAULT_SEED): got 0x{hd:016X}, pinned 0x{gd:016X}");
+    }
+}
+
+/// The documented canonical encodings: equal items under the encoding hash alike.
+#[test]
+fn equal_encodings_hash_alike() {
+    for seed in [0, DEFAULT_SEED, 7] {
+        assert_eq!(0u64.hash64(seed), [0u8; 8].hash64(seed));
+        assert_eq!(u64::MAX.hash64(seed), (-1i64).hash64(seed));
+        assert_eq!(u64::MAX.hash64(seed), (-1i8).hash64(seed));
+        assert_eq!(42u32.hash64(seed), 42u8.hash64(seed));
+        assert_eq!(42u32.hash64(seed), 42usize.hash64(seed));
+        assert_eq!((-7i32).hash64(seed), (-7isize).hash64(seed));
+        assert_eq!(true.hash64(seed), 1u64.hash64(seed));
+        assert_eq!('x'.hash64(seed), 120u64.hash64(seed));
+        assert_eq!("hello".hash64(seed), b"hello".hash64(seed));
+        assert_eq!("hello".hash64(seed), String::from("hello").hash64(seed));
+        assert_eq!("hello".hash64(seed), b"hello".to_vec().hash64(seed));
+        assert_eq!(1u128.hash64(seed), hash_bytes(&1u128.to_le_bytes(), seed));
+        assert_ne!(1u128.hash64(seed), 1u64.hash64(seed));
+    }
+}
+
+/// Two values checked against xxh3 itself rather than against our own earlier output.
+#[test]
+fn hashes_agree_with_reference_xxh3() {
+    for seed in [0, 1, DEFAULT_SEED, u64::MAX] {
+        assert_eq!(5u64.hash64(seed), xxh3_64_with_seed(&5u64.to_le_bytes(), seed), "seed {seed:#x}");
+    }
+    // The published xxh3-64 of the empty input with seed 0.
+    const XXH3_64_EMPTY: u64 = 0x2D06_8005_38D3_94C2;
+    assert_eq!(xxh3_64_with_seed(b"", 0), XXH3_64_EMPTY);
+    assert_eq!("".hash64(0), XXH3_64_EMPTY);
+    assert_eq!(hash_bytes(b"", 0), XXH3_64_EMPTY);
+    let pinned = GOLDEN_HASHES.iter().find(|g| g.0 == "\"\"").map(|g| g.1);
+    assert_eq!(pinned, Some(XXH3_64_EMPTY));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serialized fixtures
+// ---------------------------------------------------------------------------------------------
+
+/// A sketch of either family, so the fixtures share one table.
+#[derive(Debug, Clone, PartialEq)]
+enum Sketch {
+    Hll(HyperLogLog),
+    Fm(FlajoletMartin),
+}
+
+impl Sketch {
+    fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Self::Hll(s) => s.to_bytes(),
+            Self::Fm(s) => s.to_bytes(),
+        }
+    }
+
+    fn estimate(&self) -> f64 {
+        match self {
+            Self::Hll(s) => s.estimate(),
+            Self::Fm(s) => s.estimate(),
+        }
+    }
+
+    /// Decodes `bytes` as a sketch of the same family as `self`.
+    fn decode_like(&self, bytes: &[u8]) -> Result<Self, DecodeError> {
+        match self {
+            Self::Hll(_) => HyperLogLog::from_bytes(bytes).map(Self::Hll),
+            Self::Fm(_) => FlajoletMartin::from_bytes(bytes).map(Self::Fm),
+        }
+    }
+}
+
+/// HyperLogLog of precision `p` and `seed` that observed `items`.
+fn hll(p: u8, seed: u64, items: impl IntoIterator<Item = u64>) -> Result<HyperLogLog, Box<dyn Error>> {
+    let mut h = HyperLogLog::with_seed(p, seed)?;
+    items.into_iter().for_each(|i| h.observe(i));
+    Ok(h)
+}
+
+/// FlajoletMartin of `bitmaps` bitmaps and `seed` that observed `items`.
+fn fm(bitmaps: usize, seed: u64, items: impl IntoIterator<Item = u64>) -> Result<FlajoletMartin, Box<dyn Error>> {
+    let mut f = FlajoletMartin::with_seed(bitmaps, seed)?;
+    items.into_iter().for_each(|i| f.observe(i));
+    Ok(f)
+}
+
+/// The recipe of every fixture file: its name and the sketch it holds. Each recipe also
+/// asserts the mode it is meant to pin, so a change of the sparse/dense switch shows up as such.
+fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
+    let empty = HyperLogLog::new(12)?;
+
+    let sparse = hll(12, DEFAULT_SEED, 0..300)?;
+    assert!(sparse.is_sparse());
+
+    let mut strings = HyperLogLog::with_seed(10, 0)?;
+    (0..150).for_each(|i| strings.observe(format!("user-{i}")));
+    assert!(strings.is_sparse());
+
+    let dense = hll(12, DEFAULT_SEED, 0..100_000)?;
+    assert!(!dense.is_sparse() && dense.martingale_estimate().is_some());
+
+    let mut merged = hll(12, 42, 0..60_000)?;
+    merged.merge(&hll(12, 42, 40_000..100_000)?)?;
+    assert!(!merged.is_sparse() && merged.martingale_estimate().is_none());
+
+    let p4 = hll(4, DEFAULT_SEED, 0..1_000)?;
+    assert!(!p4.is_sparse());
+
+    let fm256 = fm(256, DEFAULT_SEED, 0..100_000)?;
+    let fm16 = fm(16, 99, 0..20)?;
+
+    Ok(vec![
+        ("hll_p12_empty.bin", Sketch::Hll(empty)),
+        ("hll_p12_sparse.bin", Sketch::Hll(sparse)),
+        ("hll_p10_sparse_strings.bin", Sketch::Hll(strings)),
+        ("hll_p12_dense.bin", Sketch::Hll(dense)),
+        ("hll_p12_merged.bin", Sketch::Hll(merged)),
+        ("hll_p4_dense.bin", Sketch::Hll(p4)),
+        ("fm_256.bin", Sketch::Fm(fm256)),
+        ("fm_16_seed99.bin", Sketch::Fm(fm16)),
+    ])
+}
+
+fn fixture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures").join("v1")
+}
+
+fn blessing() -> bool {
+    std::env::var_os("SYNOPSES_BLESS").is_some_and(|v| v == "1")
+}
+
+/// The first offset at which two byte strings differ (or the shorter length).
+fn first_difference(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()))
+}
+
+/// Writes every fixture from its recipe, once per test run, when `SYNOPSES_BLESS=1`. Every
+/// reader calls it first, so no test reads a file while another one writes it.
+fn bless_once() {
+    static BLESS: Once = Once::new();
+    BLESS.call_once(|| {
+        if !blessing() {
+            return;
+        }
+        let dir = fixture_dir();
+        fs::create_dir_all(&dir).expect("create the fixture directory");
+        for (name, sketch) in fixtures().expect("build the fixtures") {
+            fs::write(dir.join(name), sketch.to_bytes()).expect("write a fixture");
+        }
+    });
+}
+
+/// The committed bytes of fixture `name`.
+fn stored_fixture(name: &str) -> Result<Vec<u8>, Box<dyn Error>> {
+    bless_once();
+    let path = fixture_dir().join(name);
+    fs::read(&path).map_err(|e| {
+        format!("{}: {e} (run `SYNOPSES_BLESS=1 cargo test --test golden` to create it)", path.display()).into()
+    })
+}
+
+#[test]
+fn fixtures_are_reproduced_byte_for_byte() -> TestResult {
+    for (name, sketch) in fixtures()? {
+        let rebuilt = sketch.to_bytes();
+        let stored = stored_fixture(name)?;
+        assert!(
+            stored == rebuilt,
+            "{name}: the rebuilt encoding differs from the committed fixture at byte {} \
+             (stored {} bytes, rebuilt {} bytes)",
+            first_difference(&stored, &rebuilt),
+            stored.len(),
+            rebuilt.len(),
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn fixtures_decode_to_their_recipe() -> TestResult {
+    for (name, sketch) in fixtures()? {
+        let stored = stored_fixture(name)?;
+        assert_eq!(&stored[..3], b"SY\x01", "{name}: magic and format version");
+        let decoded = sketch.decode_like(&stored)?;
+        assert_eq!(decoded, sketch, "{name}: decoded sketch");
+        assert_eq!(decoded.estimate().to_bits(), sketch.estimate().to_bits(), "{name}: estimate");
+        if let (Sketch::Hll(d), Sketch::Hll(s)) = (&decoded, &sketch) {
+            // Equality ignores the martingale; the estimators must still agree bit for bit.
+            assert_eq!(d.martingale_estimate().map(f64::to_bits), s.martingale_estimate().map(f64::to_bits), "{name}");
+            assert_eq!(d.register_estimate().to_bits(), s.register_estimate().to_bits(), "{name}");
+            assert_eq!((d.precision(), d.seed(), d.is_sparse()), (s.precision(), s.seed(), s.is_sparse()), "{name}");
+        }
+        assert_eq!(decoded.to_bytes(), stored, "{name}: re-encoding the decoded fixture");
+    }
+    Ok(())
+}
+
+#[test]
+fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
+    for (name, sketch) in fixtures()? {
+        let stored = stored_fixture(name)?;
+        let family = match &sketch {
+            Sketch::Hll(_) => 2,
+            Sketch::Fm(_) => 1,
+        };
+        assert_eq!(stored[3], family, "{name}: family code");
+        let body = stored.len() - 12;
+        let expected = match &sketch {
+            Sketch::Hll(h) if h.is_sparse() => 10 + 4 + 4 * h.estimate() as usize,
+            Sketch::Hll(h) => {
+                10 + 8 * usize::from(h.martingale_estimate().is_some()) + (1usize << h.precision()) / 4 * 3
+            }
+            Sketch::Fm(f) => 9 + 4 * f.bitmaps(),
+        };
+        assert_eq!(body, expected, "{name}: body length");
+        let (content, sum) = stored.split_at(stored.len() - 8);
+        assert_eq!(sum, xxh3_64_with_seed(content, 0).to_le_bytes(), "{name}: checksum trailer");
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Estimates
+// ---------------------------------------------------------------------------------------------
+
+/// Named estimates of seeded sketches, for [`ESTIMATE_BITS`].
+fn estimates() -> Result<Vec<(&'static str, f64)>, Box<dyn Error>> {
+    let mut out = Vec::new();
+    for (name, sketch) in fixtures()? {
+        out.push((name, sketch.estimate()));
+    }
+    let dense = hll(12, DEFAULT_SEED, 0..100_000)?;
+    out.push(("hll p12 0..100k register_estimate", dense.register_estimate()));
+    out.push(("hll p12 0..100k reduce(8)", dense.reduce(8)?.estimate()));
+    let big = hll(14, 7, 0..1_000_000)?;
+    out.push(("hll p14 seed 7 0..1M estimate", big.estimate()));
+    out.push(("hll p14 seed 7 0..1M register_estimate", big.register_estimate()));
+    out.push(("hll p4 0..1000 register_estimate", hll(4, DEFAULT_SEED, 0..1_000)?.register_estimate()));
+    let switch = hll(8, 3, 0..49)?;
+    out.push(("hll p8 seed 3 0..49 (just dense)", switch.estimate()));
+    out.push(("fm 64 seed 5 0..100", fm(64, 5, 0..100)?.estimate()));
+    out.push(("fm 64 seed 5 0..100k", fm(64, 5, 0..100_000)?.estimate()));
+    out.push(("fm 4096 0..1M", fm(4096, DEFAULT_SEED, 0..1_000_000)?.estimate()));
+    Ok(out)
+}
+
+/// `(name, f64::to_bits of the estimate)`, computed once and pasted.
+const ESTIMATE_BITS: &[(&str, u64)] = &[
+    ("hll_p12_empty.bin", 0x0000_0000_0000_0000),                      // 0
+    ("hll_p12_sparse.bin", 0x4072_C000_0000_0000),                     // 300
+    ("hll_p10_sparse_strings.bin", 0x4062_C000_0000_0000),             // 150
+    ("hll_p12_dense.bin", 0x40F8_0479_2738_DDEC),                      // 98375.57207571686
+    ("hll_p12_merged.bin", 0x40F8_97F4_A836_0636),                     // 100735.29106714655
+    ("hll_p4_dense.bin", 0x4089_ADC6_704C_5BF4),                       // 821.7218938794672
+    ("fm_256.bin", 0x40FB_B5FD_1AE2_AFB6),                             // 113503.81906384122
+    ("fm_16_seed99.bin", 0x4035_7AE8_506B_ED20),                       // 21.480107332562625
+    ("hll p12 0..100k register_estimate", 0x40F8_0F67_1CFB_6444),      // 98550.44457568327
+    ("hll p12 0..100k reduce(8)", 0x40FA_4B92_9B63_8A83),              // 107705.16293672663
+    ("hll p14 seed 7 0..1M estimate", 0x412E_843B_BCFF_7371),          // 999965.869136436
+    ("hll p14 seed 7 0..1M register_estimate", 0x412E_4AE7_39C4_75C8), // 992627.6128269965
+    ("hll p4 0..1000 register_estimate", 0x4083_2062_D80E_CAE1),       // 612.0482636600174
+    ("hll p8 seed 3 0..49 (just dense)", 0x4048_90E9_3755_0CE1),       // 49.132117191818686
+    ("fm 64 seed 5 0..100", 0x4058_2071_B7DB_A258),                    // 96.50694080780647
+    ("fm 64 seed 5 0..100k", 0x40F7_0D0D_51D7_18B5),                   // 94416.83248052264
+    ("fm 4096 0..1M", 0x412E_7480_54A6_1B4F),                          // 997952.1653297934
+];
+
+#[test]
+fn estimates_are_pinned() -> TestResult {
+    let got = estimates()?;
+    // On an intended change of an estimator (or of this list), the message is the table to paste.
+    let table: String =
+        got.iter().map(|(name, e)| format!("    ({name:?}, 0x{:016X}), // {e}\n", e.to_bits())).collect();
+    let names: Vec<&str> = got.iter().map(|g| g.0).collect();
+    let pinned: Vec<&str> = ESTIMATE_BITS.iter().map(|g| g.0).collect();
+    assert!(names == pinned, "the estimate list and ESTIMATE_BITS name different sketches; new table:\n{table}");
+    let changed: Vec<String> = got
+        .iter()
+        .zip(ESTIMATE_BITS)
+        .filter(|((_, estimate), (_, bits))| estimate.to_bits() != *bits)
+        .map(|((name, estimate), (_, bits))| format!("  {name}: {estimate}, pinned {}", f64::from_bits(*bits)))
+        .collect();
+    assert!(changed.is_empty(), "estimates changed:\n{}\nnew table:\n{table}", changed.join("\n"));
+    Ok(())
+}

@@ -1,0 +1,1158 @@
+//! Bad input never panics and always gives a clear error.
+//!
+//! * Decoding: arbitrary bytes, arbitrary bodies in a valid envelope, structure-aware bodies,
+//!   and mutations of real encodings; then hand-crafted encodings with a *valid* checksum but
+//!   invalid fields, each next to a valid control built by the same helper.
+//! * Constructors and `reduce` with parameters out of range.
+//! * Merges of mismatched configurations, which must leave the target unchanged.
+//! * serde (feature `serde`): round trips, and corrupted or malformed JSON.
+//!
+//! The test binary installs a global allocator that records, per thread and only while asked
+//! to, the largest single allocation: hostile length fields must not make a decoder allocate
+//! more than it was given.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::error::Error;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use proptest::sample::Index;
+use synopses::DecodeError;
+use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::core::Confidence;
+use synopses::hash::DEFAULT_SEED;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+type TestResult = Result<(), Box<dyn Error>>;
+
+/// Family codes of the format.
+const FM: u8 = 1;
+const HLL: u8 = 2;
+/// Header (4 bytes) plus checksum trailer (8 bytes).
+const ENVELOPE_LEN: usize = 12;
+
+// ---------------------------------------------------------------------------------------------
+// Allocation tracking
+// ---------------------------------------------------------------------------------------------
+
+/// The system allocator, noting the largest request of the current thread while tracking.
+struct LargestAllocation;
+
+thread_local! {
+    static TRACKING: Cell<bool> = const { Cell::new(false) };
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note_allocation(size: usize) {
+    // `try_with`: the allocator also runs while thread-locals are being torn down.
+    let tracking = TRACKING.try_with(Cell::get).unwrap_or(false);
+    if tracking {
+        let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+    }
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged.
+unsafe impl GlobalAlloc for LargestAllocation {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note_allocation(layout.size());
+        // SAFETY: forwarded contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_allocation(layout.size());
+        // SAFETY: forwarded contract.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note_allocation(new_size);
+        // SAFETY: forwarded contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: LargestAllocation = LargestAllocation;
+
+/// Runs `f` and returns its result with the largest single allocation it made on this thread
+/// and how long it took.
+fn measured<R>(f: impl FnOnce() -> R) -> (R, usize, Duration) {
+    LARGEST.with(|l| l.set(0));
+    TRACKING.with(|t| t.set(true));
+    let start = Instant::now();
+    let out = f();
+    let elapsed = start.elapsed();
+    TRACKING.with(|t| t.set(false));
+    (out, LARGEST.with(Cell::get), elapsed)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-built encodings
+// ---------------------------------------------------------------------------------------------
+
+/// A complete encoding: magic, version 1, `family`, `body`, and a valid xxh3 checksum.
+fn envelope(family: u8, body: &[u8]) -> Vec<u8> {
+    envelope_with(*b"SY", 1, family, body)
+}
+
+/// An encoding with any header, and a checksum that is valid for it.
+fn envelope_with(magic: [u8; 2], version: u8, family: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(ENVELOPE_LEN + body.len());
+    out.extend_from_slice(&magic);
+    out.push(version);
+    out.push(family);
+    out.extend_from_slice(body);
+    let sum = xxh3_64_with_seed(&out, 0);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+/// The start of a HyperLogLog body: precision, flags, seed, and the martingale if given.
+fn hll_head(precision: u8, flags: u8, seed: u64, martingale: Option<f64>) -> Vec<u8> {
+    let mut body = vec![precision, flags];
+    body.extend_from_slice(&seed.to_le_bytes());
+    if let Some(x) = martingale {
+        body.extend_from_slice(&x.to_bits().to_le_bytes());
+    }
+    body
+}
+
+/// A sparse HyperLogLog body: flags 0, the entry count, then the entries as given.
+fn hll_sparse_body(precision: u8, seed: u64, count: u32, entries: &[u32]) -> Vec<u8> {
+    let mut body = hll_head(precision, 0, seed, None);
+    body.extend_from_slice(&count.to_le_bytes());
+    entries.iter().for_each(|e| body.extend_from_slice(&e.to_le_bytes()));
+    body
+}
+
+/// A sparse HyperLogLog encoding whose count is the number of entries.
+fn hll_sparse(precision: u8, seed: u64, entries: &[u32]) -> Vec<u8> {
+    envelope(HLL, &hll_sparse_body(precision, seed, entries.len() as u32, entries))
+}
+
+/// Packs registers 6 bits each, four to three bytes, least significant first.
+fn pack_registers(registers: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(registers.len() / 4 * 3);
+    for quad in registers.chunks(4) {
+        let v = quad.iter().enumerate().fold(0u32, |acc, (k, &r)| acc | (u32::from(r & 0x3f) << (6 * k)));
+        out.extend_from_slice(&v.to_le_bytes()[..3]);
+    }
+    out
+}
+
+/// A dense HyperLogLog body (flags: dense, and martingale when given).
+fn hll_dense_body(precision: u8, seed: u64, martingale: Option<f64>, registers: &[u8]) -> Vec<u8> {
+    let flags = 1 | (u8::from(martingale.is_some()) << 1);
+    let mut body = hll_head(precision, flags, seed, martingale);
+    body.extend_from_slice(&pack_registers(registers));
+    body
+}
+
+fn hll_dense(precision: u8, seed: u64, martingale: Option<f64>, registers: &[u8]) -> Vec<u8> {
+    envelope(HLL, &hll_dense_body(precision, seed, martingale, registers))
+}
+
+/// A sparse entry: the top 26 hash bits, then the 6-bit rank.
+fn entry(top: u32, rank: u32) -> u32 {
+    (top << 6) | rank
+}
+
+/// The most entries a sparse sketch of precision `p` holds: `3 · 2^p / 16`.
+fn sparse_limit(p: u8) -> usize {
+    3 * (1usize << p) / 16
+}
+
+/// `n` valid, ascending, distinct sparse entries.
+fn ascending_entries(n: usize) -> Vec<u32> {
+    (0..n as u32).map(|i| entry(i * 1021 + 3, 1 + i % 39)).collect()
+}
+
+/// A FlajoletMartin body: log2 of the bitmap count, seed, bitmaps.
+fn fm_body(log2: u8, seed: u64, bitmaps: &[u32]) -> Vec<u8> {
+    let mut body = vec![log2];
+    body.extend_from_slice(&seed.to_le_bytes());
+    bitmaps.iter().for_each(|b| body.extend_from_slice(&b.to_le_bytes()));
+    body
+}
+
+fn fm_encoding(log2: u8, seed: u64, bitmaps: &[u32]) -> Vec<u8> {
+    envelope(FM, &fm_body(log2, seed, bitmaps))
+}
+
+fn is_invalid_field(r: &Result<impl std::fmt::Debug, DecodeError>, name: &str) -> bool {
+    matches!(r, Err(DecodeError::InvalidField { field, .. }) if *field == name)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding checks shared by the property tests
+// ---------------------------------------------------------------------------------------------
+
+/// Decodes `bytes` as a HyperLogLog. An error must display as something; a sketch must be
+/// canonical (re-encodes to the same bytes, which decode to an equal sketch) and usable.
+fn check_hll(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let hll = match HyperLogLog::from_bytes(bytes) {
+        Err(e) => {
+            prop_assert!(!e.to_string().is_empty());
+            return Ok(());
+        }
+        Ok(hll) => hll,
+    };
+    let again = hll.to_bytes();
+    let back = HyperLogLog::from_bytes(&again);
+    prop_assert_eq!(back.as_ref(), Ok(&hll));
+    prop_assert!(again == bytes, "an accepted encoding is not canonical");
+    // The sketch answers without panicking.
+    let estimate = hll.estimate();
+    prop_assert!(estimate >= 0.0, "estimate {}", estimate);
+    prop_assert!(hll.register_estimate() >= 0.0);
+    prop_assert!(hll.relative_standard_error() >= 0.0);
+    let _ = hll.bounds(Confidence::TwoSigma);
+    let _ = format!("{hll:?}");
+    let mut merged = hll.clone();
+    merged.merge(&hll).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(&merged, &hll);
+    let reduced = hll.reduce(4).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert!(reduced.estimate() >= 0.0);
+    let mut observed = hll.clone();
+    observed.observe(1u64);
+    observed.observe_hash(0);
+    observed.observe_hash(u64::MAX);
+    prop_assert!(observed.estimate() >= 0.0);
+    Ok(())
+}
+
+/// As [`check_hll`], for FlajoletMartin.
+fn check_fm(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let fm = match FlajoletMartin::from_bytes(bytes) {
+        Err(e) => {
+            prop_assert!(!e.to_string().is_empty());
+            return Ok(());
+        }
+        Ok(fm) => fm,
+    };
+    let again = fm.to_bytes();
+    let back = FlajoletMartin::from_bytes(&again);
+    prop_assert_eq!(back.as_ref(), Ok(&fm));
+    prop_assert!(again == bytes, "an accepted encoding is not canonical");
+    prop_assert!(fm.estimate() >= 0.0);
+    prop_assert!(fm.relative_standard_error() >= 0.0);
+    let _ = fm.bounds(Confidence::TwoSigma);
+    let _ = format!("{fm:?}");
+    let mut merged = fm.clone();
+    merged.merge(&fm).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    prop_assert_eq!(&merged, &fm);
+    Ok(())
+}
+
+/// A structure-aware HyperLogLog body: a plausible header and a payload near the right shape,
+/// sometimes off by a little, so the decoder's deeper checks are reached.
+fn hll_body_strategy() -> impl Strategy<Value = Vec<u8>> {
+    let precision = prop_oneof![8 => 4u8..=10, 1 => 0u8..=3, 1 => 19u8..=255];
+    (precision, any::<u64>(), any::<bool>(), any::<bool>()).prop_flat_map(|(p, seed, dense, with_martingale)| {
+        let m = 1usize << p.min(10);
+        let max_rank = 65u8.saturating_sub(p.min(10));
+        let martingale = prop_oneof![
+            4 => (0.0f64..1e9).prop_map(Some),
+            1 => any::<f64>().prop_map(Some),
+            1 => Just(None),
+        ];
+        let registers = prop_oneof![
+            6 => proptest::collection::vec(0..=max_rank, m),
+            1 => proptest::collection::vec(0u8..64, m),
+            1 => proptest::collection::vec(0..=max_rank, m.saturating_sub(4)..=m + 4),
+        ];
+        let limit = sparse_limit(p.min(10));
+        let entries =
+            proptest::collection::vec((0u32..1 << 26, prop_oneof![9 => 1u32..=39, 1 => 0u32..64]), 0..=limit + 2);
+        let count_delta = prop_oneof![8 => Just(0i64), 1 => -2i64..=2, 1 => Just(i64::from(u32::MAX))];
+        let flag_noise = prop_oneof![9 => Just(0u8), 1 => any::<u8>()];
+        (martingale, registers, entries, count_delta, any::<bool>(), flag_noise).prop_map(
+            move |(martingale, registers, mut entries, count_delta, sort, noise)| {
+                let martingale = if dense && with_martingale { martingale } else { None };
+                let flags = (u8::from(dense) | (u8::from(martingale.is_some()) << 1)) ^ noise;
+                let mut body = hll_head(p, flags, seed, martingale);
+                if dense {
+                    body.extend_from_slice(&pack_registers(&registers));
+                } else {
+                    if sort {
+                        entries.sort_unstable();
+                        entries.dedup();
+                    }
+                    let count = (entries.len() as i64 + count_delta).clamp(0, i64::from(u32::MAX)) as u32;
+                    body.extend_from_slice(&count.to_le_bytes());
+                    for (top, rank) in entries {
+                        body.extend_from_slice(&entry(top, rank).to_le_bytes());
+                    }
+                }
+                body
+            },
+        )
+    })
+}
+
+/// A structure-aware FlajoletMartin body.
+fn fm_body_strategy() -> impl Strategy<Value = Vec<u8>> {
+    let log2 = prop_oneof![8 => 0u8..=8, 1 => 9u8..=20, 1 => any::<u8>()];
+    (log2, any::<u64>()).prop_flat_map(|(log2, seed)| {
+        let n = 1usize << log2.min(8);
+        let bitmaps = prop_oneof![
+            6 => proptest::collection::vec(any::<u32>(), n),
+            1 => proptest::collection::vec(any::<u32>(), n.saturating_sub(2)..=n + 2),
+        ];
+        bitmaps.prop_map(move |b| fm_body(log2, seed, &b))
+    })
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
+        check_hll(&bytes)?;
+        check_fm(&bytes)?;
+    }
+
+    #[test]
+    fn arbitrary_bytes_after_a_valid_header_never_panic(
+        family in prop_oneof![Just(HLL), Just(FM)],
+        rest in proptest::collection::vec(any::<u8>(), 0..2000),
+    ) {
+        let mut bytes = b"SY\x01".to_vec();
+        bytes.push(family);
+        bytes.extend_from_slice(&rest);
+        check_hll(&bytes)?;
+        check_fm(&bytes)?;
+    }
+
+    #[test]
+    fn arbitrary_bodies_with_a_valid_checksum_never_panic(
+        body in proptest::collection::vec(any::<u8>(), 0..2000),
+    ) {
+        check_hll(&envelope(HLL, &body))?;
+        check_fm(&envelope(FM, &body))?;
+    }
+
+    #[test]
+    fn structured_hll_bodies_never_panic(body in hll_body_strategy()) {
+        check_hll(&envelope(HLL, &body))?;
+    }
+
+    #[test]
+    fn structured_fm_bodies_never_panic(body in fm_body_strategy()) {
+        check_fm(&envelope(FM, &body))?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mutations of real encodings
+// ---------------------------------------------------------------------------------------------
+
+/// Real encodings of both families in their different shapes: `(label, family code, bytes)`.
+static REAL_ENCODINGS: LazyLock<Vec<(String, u8, Vec<u8>)>> = LazyLock::new(|| {
+    let mut out = Vec::new();
+    for p in 4..=18u8 {
+        let limit = sparse_limit(p) as u64;
+        let mut sparse = HyperLogLog::with_seed(p, u64::from(p)).expect("valid precision");
+        (0..limit.min(20)).for_each(|i| sparse.observe(i));
+        assert!(sparse.is_sparse());
+        out.push((format!("hll p{p} sparse"), HLL, sparse.to_bytes()));
+
+        let mut dense = HyperLogLog::new(p).expect("valid precision");
+        (0..1u64 << p).for_each(|i| dense.observe(i));
+        assert!(!dense.is_sparse() && dense.martingale_estimate().is_some());
+        out.push((format!("hll p{p} dense"), HLL, dense.to_bytes()));
+    }
+    let empty = HyperLogLog::new(12).expect("valid precision");
+    out.push(("hll p12 empty".into(), HLL, empty.to_bytes()));
+    let mut merged = HyperLogLog::new(8).expect("valid precision");
+    let mut other = merged.clone();
+    (0..1000u64).for_each(|i| merged.observe(i));
+    (500..2000u64).for_each(|i| other.observe(i));
+    merged.merge(&other).expect("same configuration");
+    assert!(merged.martingale_estimate().is_none());
+    out.push(("hll p8 merged".into(), HLL, merged.to_bytes()));
+
+    for bitmaps in [1usize, 2, 16, 256, 4096] {
+        let mut fm = FlajoletMartin::with_seed(bitmaps, 3).expect("valid bitmaps");
+        (0..10 * bitmaps as u64).for_each(|i| fm.observe(i));
+        out.push((format!("fm {bitmaps}"), FM, fm.to_bytes()));
+    }
+    let empty = FlajoletMartin::new(64).expect("valid bitmaps");
+    out.push(("fm 64 empty".into(), FM, empty.to_bytes()));
+    out
+});
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    FlipBit(Index, u8),
+    /// A bit of one of the 4 header bytes, where the error variant is most specific.
+    FlipHeaderBit(usize, u8),
+    Truncate(Index),
+    Append(Vec<u8>),
+    Overwrite(Index, u8),
+}
+
+fn mutation_strategy() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<Index>(), 0u8..8).prop_map(|(i, bit)| Mutation::FlipBit(i, bit)),
+        any::<Index>().prop_map(Mutation::Truncate),
+        proptest::collection::vec(any::<u8>(), 1..64).prop_map(Mutation::Append),
+        (any::<Index>(), any::<u8>()).prop_map(|(i, b)| Mutation::Overwrite(i, b)),
+        (0usize..4, 0u8..8).prop_map(|(i, bit)| Mutation::FlipHeaderBit(i, bit)),
+    ]
+}
+
+impl Mutation {
+    fn apply(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        match self {
+            Self::FlipBit(i, bit) => {
+                let at = i.index(out.len());
+                out[at] ^= 1 << bit;
+            }
+            Self::FlipHeaderBit(at, bit) => out[*at] ^= 1 << bit,
+            Self::Truncate(i) => out.truncate(i.index(bytes.len())),
+            Self::Append(extra) => out.extend_from_slice(extra),
+            Self::Overwrite(i, b) => {
+                let at = i.index(out.len());
+                out[at] = *b;
+            }
+        }
+        out
+    }
+}
+
+/// The error that the documented check order (length, magic, version, family, checksum) gives
+/// for a changed encoding read by the decoder of `decoder_family`.
+fn expected_envelope_error(bytes: &[u8], decoder_family: u8) -> DecodeError {
+    if bytes.len() < ENVELOPE_LEN {
+        DecodeError::Truncated { needed: ENVELOPE_LEN, available: bytes.len() }
+    } else if bytes[..2] != *b"SY" {
+        DecodeError::BadMagic
+    } else if bytes[2] != 1 {
+        DecodeError::UnsupportedVersion(bytes[2])
+    } else if bytes[3] != decoder_family {
+        DecodeError::WrongFamily { expected: decoder_family, found: bytes[3] }
+    } else {
+        DecodeError::ChecksumMismatch
+    }
+}
+
+proptest! {
+    #[test]
+    fn every_change_to_a_real_encoding_is_rejected(
+        which in any::<Index>(),
+        mutation in mutation_strategy(),
+    ) {
+        let (label, family, original) = &REAL_ENCODINGS[which.index(REAL_ENCODINGS.len())];
+        let mutated = mutation.apply(original);
+        if mutated == *original {
+            return Ok(()); // Overwrote a byte with itself, or truncated to the full length.
+        }
+        let hll = HyperLogLog::from_bytes(&mutated).map(|_| ());
+        let fm = FlajoletMartin::from_bytes(&mutated).map(|_| ());
+        let (own, other, other_family) = if *family == HLL { (hll, fm, FM) } else { (fm, hll, HLL) };
+        let expected = expected_envelope_error(&mutated, *family);
+        // Variants the mutation alone determines.
+        match &mutation {
+            Mutation::Truncate(_) => prop_assert!(matches!(
+                own,
+                Err(DecodeError::Truncated { .. } | DecodeError::ChecksumMismatch)
+            ), "{}: truncated to {}: {:?}", label, mutated.len(), own),
+            Mutation::FlipBit(..) | Mutation::FlipHeaderBit(..) | Mutation::Overwrite(..)
+                if mutated[..4] != original[..4] => prop_assert!(matches!(
+                own,
+                Err(DecodeError::BadMagic | DecodeError::UnsupportedVersion(_) | DecodeError::WrongFamily { .. })
+            ), "{}: header changed: {:?}", label, own),
+            _ => prop_assert_eq!(&own, &Err(DecodeError::ChecksumMismatch), "{}", label),
+        }
+        // And the exact variant, from the documented order of the checks.
+        prop_assert_eq!(&own, &Err(expected), "{}: {:?}", label, mutation);
+        prop_assert_eq!(&other, &Err(expected_envelope_error(&mutated, other_family)), "{}", label);
+    }
+}
+
+#[test]
+fn real_encodings_decode_before_mutation() -> TestResult {
+    for (label, family, bytes) in REAL_ENCODINGS.iter() {
+        if *family == HLL {
+            let hll = HyperLogLog::from_bytes(bytes)?;
+            assert_eq!(&hll.to_bytes(), bytes, "{label}");
+            assert_eq!(FlajoletMartin::from_bytes(bytes), Err(DecodeError::WrongFamily { expected: FM, found: HLL }));
+        } else {
+            let fm = FlajoletMartin::from_bytes(bytes)?;
+            assert_eq!(&fm.to_bytes(), bytes, "{label}");
+            assert_eq!(HyperLogLog::from_bytes(bytes), Err(DecodeError::WrongFamily { expected: HLL, found: FM }));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_truncation_of_a_small_encoding_is_rejected() -> TestResult {
+    let mut hll = HyperLogLog::new(4)?;
+    (0..100u64).for_each(|i| hll.observe(i));
+    let mut fm = FlajoletMartin::new(4)?;
+    (0..100u64).for_each(|i| fm.observe(i));
+    for (family, bytes) in [(HLL, hll.to_bytes()), (FM, fm.to_bytes())] {
+        for len in 0..bytes.len() {
+            let cut = &bytes[..len];
+            let expected = expected_envelope_error(cut, family);
+            let got = if family == HLL {
+                HyperLogLog::from_bytes(cut).map(|_| ())
+            } else {
+                FlajoletMartin::from_bytes(cut).map(|_| ())
+            };
+            assert_eq!(got, Err(expected), "family {family}, truncated to {len}");
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-crafted encodings: valid checksum, invalid fields
+// ---------------------------------------------------------------------------------------------
+
+/// The helpers above write exactly what the crate writes, so the invalid encodings below
+/// differ from valid ones only in the field under test.
+#[test]
+fn helpers_reproduce_real_encodings() -> TestResult {
+    assert_eq!(hll_sparse(12, DEFAULT_SEED, &[]), HyperLogLog::new(12)?.to_bytes());
+    // A hash with only its top bit set: top 26 bits 1 << 25, and the 38 bits after them all
+    // zero, which is the largest rank, 39.
+    let mut one = HyperLogLog::with_seed(12, 5)?;
+    one.observe_hash(1 << 63);
+    assert_eq!(hll_sparse(12, 5, &[entry(1 << 25, 39)]), one.to_bytes());
+    let mut two = HyperLogLog::with_seed(12, 5)?;
+    two.observe_hash(u64::MAX);
+    two.observe_hash(1 << 63);
+    assert_eq!(hll_sparse(12, 5, &[entry(1 << 25, 39), entry((1 << 26) - 1, 1)]), two.to_bytes());
+
+    assert_eq!(fm_encoding(6, 9, &[0; 64]), FlajoletMartin::with_seed(64, 9)?.to_bytes());
+    let mut fm = FlajoletMartin::with_seed(1, 9)?;
+    fm.observe_hash(0b1000);
+    assert_eq!(fm_encoding(0, 9, &[0b1000]), fm.to_bytes());
+
+    // Dense: crafted registers decode, and re-encode to the same bytes.
+    for p in [4u8, 5, 12, 18] {
+        let m = 1usize << p;
+        let registers: Vec<u8> = (0..m).map(|i| (i % usize::from(66 - p)) as u8).collect();
+        for martingale in [None, Some(1e6)] {
+            let bytes = hll_dense(p, 1, martingale, &registers);
+            let hll = HyperLogLog::from_bytes(&bytes)?;
+            assert!(!hll.is_sparse());
+            assert_eq!(hll.martingale_estimate(), martingale);
+            assert_eq!(hll.to_bytes(), bytes, "p {p}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn precision_outside_4_to_18_is_an_invalid_field() -> TestResult {
+    for p in [0u8, 1, 2, 3, 19, 20, 26, 64, 255] {
+        let sparse = envelope(HLL, &hll_sparse_body(p, 0, 0, &[]));
+        let r = HyperLogLog::from_bytes(&sparse);
+        assert!(is_invalid_field(&r, "precision"), "sparse, p {p}: {r:?}");
+        let registers = vec![1u8; 1 << p.min(12)];
+        let r = HyperLogLog::from_bytes(&hll_dense(p, 0, None, &registers));
+        assert!(is_invalid_field(&r, "precision"), "dense, p {p}: {r:?}");
+    }
+    for p in [4u8, 18] {
+        assert_eq!(HyperLogLog::from_bytes(&hll_sparse(p, 0, &[]))?.precision(), p);
+    }
+    Ok(())
+}
+
+#[test]
+fn unknown_flag_bits_are_an_invalid_field() -> TestResult {
+    for flags in [0b100u8, 0b101, 0b111, 0x80, 0xF0, 0xFF] {
+        let mut body = hll_head(12, flags, 0, None);
+        body.extend_from_slice(&0u32.to_le_bytes());
+        let r = HyperLogLog::from_bytes(&envelope(HLL, &body));
+        assert!(is_invalid_field(&r, "flags"), "flags {flags:#b}: {r:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_sparse_sketch_with_a_martingale_is_an_invalid_field() -> TestResult {
+    let mut body = hll_head(12, 0b10, 0, Some(3.0));
+    body.extend_from_slice(&0u32.to_le_bytes());
+    let r = HyperLogLog::from_bytes(&envelope(HLL, &body));
+    assert!(is_invalid_field(&r, "flags"), "{r:?}");
+    Ok(())
+}
+
+#[test]
+fn a_martingale_that_is_not_a_finite_count_is_an_invalid_field() -> TestResult {
+    let registers = vec![0u8; 1 << 10];
+    let nan_with_payload = f64::from_bits(0x7FF0_0000_0000_0001);
+    let negative_nan = -f64::NAN;
+    for x in [f64::NAN, nan_with_payload, negative_nan, -1.0, -1e-300, f64::MIN, f64::INFINITY, f64::NEG_INFINITY] {
+        let r = HyperLogLog::from_bytes(&hll_dense(10, 0, Some(x), &registers));
+        assert!(is_invalid_field(&r, "martingale"), "martingale {x}: {r:?}");
+    }
+    for x in [0.0, 1.0, 123.5, 1e300, f64::MAX] {
+        let hll = HyperLogLog::from_bytes(&hll_dense(10, 0, Some(x), &registers))?;
+        assert_eq!(hll.martingale_estimate(), Some(x));
+        assert_eq!(hll.estimate(), x);
+    }
+    Ok(())
+}
+
+#[test]
+fn a_dense_register_above_65_minus_p_is_an_invalid_field() -> TestResult {
+    for p in [4u8, 5, 12, 18] {
+        let m = 1usize << p;
+        let max_rank = 65 - p;
+        for position in [0, 1, 3, m / 2 + 1, m - 1] {
+            let mut registers = vec![1u8; m];
+            registers[position] = max_rank;
+            let valid = HyperLogLog::from_bytes(&hll_dense(p, 0, None, &registers))?;
+            assert!(!valid.is_sparse());
+            for bad in (max_rank + 1)..64 {
+                registers[position] = bad;
+                let r = HyperLogLog::from_bytes(&hll_dense(p, 0, None, &registers));
+                assert!(is_invalid_field(&r, "registers"), "p {p}, register {position} = {bad}: {r:?}");
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_dense_payload_of_the_wrong_length_is_rejected() -> TestResult {
+    let registers = vec![3u8; 1 << 8];
+    let full = hll_dense_body(8, 0, None, &registers);
+    for cut in [1, 2, 3, 100, 192] {
+        let body = &full[..full.len() - cut];
+        let r = HyperLogLog::from_bytes(&envelope(HLL, body));
+        assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{cut} bytes short: {r:?}");
+    }
+    for extra in [1usize, 3, 4, 1000] {
+        let mut body = full.clone();
+        body.extend(std::iter::repeat_n(0u8, extra));
+        assert_eq!(HyperLogLog::from_bytes(&envelope(HLL, &body)), Err(DecodeError::TrailingBytes(extra)));
+    }
+    Ok(())
+}
+
+#[test]
+fn a_sparse_count_above_the_limit_is_an_invalid_field() -> TestResult {
+    for p in [4u8, 5, 12, 18] {
+        let limit = sparse_limit(p);
+        let entries = ascending_entries(limit + 1);
+        let at_limit = HyperLogLog::from_bytes(&hll_sparse(p, 0, &entries[..limit]))?;
+        assert!(at_limit.is_sparse());
+        assert_eq!(at_limit.estimate(), limit as f64);
+        let r = HyperLogLog::from_bytes(&hll_sparse(p, 0, &entries));
+        assert!(is_invalid_field(&r, "sparse count"), "p {p}, {} entries: {r:?}", limit + 1);
+    }
+    Ok(())
+}
+
+#[test]
+fn a_huge_sparse_count_fails_fast_without_allocating() -> TestResult {
+    let cases = [
+        // Far above the limit: rejected as a field before anything else.
+        (hll_sparse_body(12, 0, u32::MAX, &[]), false),
+        (hll_sparse_body(12, 0, u32::MAX, &[entry(1, 1), entry(2, 1)]), false),
+        (hll_sparse_body(18, 0, u32::MAX, &ascending_entries(100)), false),
+        // At the limit, with too few bytes: truncated, checked before the entries are read.
+        (hll_sparse_body(18, 0, sparse_limit(18) as u32, &[]), true),
+        (hll_sparse_body(18, 0, sparse_limit(18) as u32, &[entry(1, 1)]), true),
+    ];
+    for (body, truncated) in cases {
+        let bytes = envelope(HLL, &body);
+        let (r, largest, elapsed) = measured(|| HyperLogLog::from_bytes(&bytes));
+        if truncated {
+            assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+        } else {
+            assert!(is_invalid_field(&r, "sparse count"), "{r:?}");
+        }
+        assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+        assert!(elapsed < Duration::from_secs(1), "took {elapsed:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn hll_decoding_allocates_in_proportion_to_its_input() -> TestResult {
+    // A dense header claiming 2^18 registers with none present.
+    let dense = envelope(HLL, &hll_head(18, 1, 0, None));
+    let martingale = envelope(HLL, &hll_head(18, 3, 0, Some(1.0)));
+    for bytes in [dense, martingale] {
+        let (r, largest, _) = measured(|| HyperLogLog::from_bytes(&bytes));
+        assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+        assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+    }
+    Ok(())
+}
+
+#[test]
+fn fm_decoding_allocates_in_proportion_to_its_input() {
+    // 21 bytes claiming 65 536 bitmaps.
+    let bytes = fm_encoding(16, 0, &[]);
+    let (r, largest, _) = measured(|| FlajoletMartin::from_bytes(&bytes));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+}
+
+#[test]
+fn sparse_entries_must_be_ascending_distinct_and_ranked_1_to_39() -> TestResult {
+    let valid = [entry(3, 1), entry(3, 39), entry(4, 1), entry((1 << 26) - 1, 20)];
+    assert_eq!(HyperLogLog::from_bytes(&hll_sparse(12, 0, &valid))?.estimate(), 4.0);
+    let invalid: &[(&str, &[u32])] = &[
+        ("descending", &[entry(5, 1), entry(3, 1)]),
+        ("duplicated", &[entry(5, 1), entry(5, 1)]),
+        ("duplicated after others", &[entry(1, 1), entry(5, 2), entry(6, 1), entry(6, 1)]),
+        ("descending by rank", &[entry(5, 2), entry(5, 1)]),
+        ("zero", &[0]),
+        ("rank 0", &[entry(5, 0)]),
+        ("rank 0 after a valid entry", &[entry(5, 1), entry(6, 0)]),
+        ("rank 40", &[entry(5, 40)]),
+        ("rank 63", &[entry(5, 63)]),
+        ("rank 40 at the top", &[entry((1 << 26) - 1, 40)]),
+    ];
+    for (what, entries) in invalid {
+        let r = HyperLogLog::from_bytes(&hll_sparse(12, 0, entries));
+        assert!(is_invalid_field(&r, "sparse entries"), "{what}: {r:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn trailing_bytes_are_rejected() -> TestResult {
+    // A sparse count below the number of entries present.
+    let body = hll_sparse_body(12, 0, 1, &[entry(1, 1), entry(2, 1)]);
+    assert_eq!(HyperLogLog::from_bytes(&envelope(HLL, &body)), Err(DecodeError::TrailingBytes(4)));
+    let mut body = hll_sparse_body(12, 0, 0, &[]);
+    body.push(0xAA);
+    assert_eq!(HyperLogLog::from_bytes(&envelope(HLL, &body)), Err(DecodeError::TrailingBytes(1)));
+    for extra in [1usize, 4, 7] {
+        let mut body = fm_body(2, 0, &[1, 2, 3, 4]);
+        body.extend(std::iter::repeat_n(0u8, extra));
+        assert_eq!(FlajoletMartin::from_bytes(&envelope(FM, &body)), Err(DecodeError::TrailingBytes(extra)));
+    }
+    Ok(())
+}
+
+#[test]
+fn fm_with_more_than_65536_bitmaps_is_an_invalid_field() -> TestResult {
+    for log2 in [17u8, 18, 31, 32, 63, 64, 128, 255] {
+        let r = FlajoletMartin::from_bytes(&fm_encoding(log2, 0, &[0; 16]));
+        assert!(is_invalid_field(&r, "bitmaps"), "log2 {log2}: {r:?}");
+    }
+    let max = FlajoletMartin::from_bytes(&fm_encoding(16, 0, &vec![1; 1 << 16]))?;
+    assert_eq!(max.bitmaps(), 1 << 16);
+    Ok(())
+}
+
+#[test]
+fn fm_with_missing_bitmaps_is_truncated() -> TestResult {
+    let r = FlajoletMartin::from_bytes(&fm_encoding(8, 0, &[0; 255]));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    let r = FlajoletMartin::from_bytes(&fm_encoding(16, 0, &[]));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    let mut body = fm_body(2, 0, &[1, 2, 3, 4]);
+    body.truncate(body.len() - 1);
+    let r = FlajoletMartin::from_bytes(&envelope(FM, &body));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    // Too short for the log2 and the seed.
+    for len in 0..9 {
+        let r = FlajoletMartin::from_bytes(&envelope(FM, &fm_body(2, 0, &[])[..len]));
+        assert!(matches!(r, Err(DecodeError::Truncated { .. })), "body of {len} bytes: {r:?}");
+    }
+    assert_eq!(FlajoletMartin::from_bytes(&fm_encoding(2, 0, &[1, 2, 3, 4]))?.bitmap(3), Some(4));
+    Ok(())
+}
+
+#[test]
+fn hll_with_a_short_body_is_truncated() -> TestResult {
+    let full = hll_sparse_body(12, 0, 0, &[]);
+    for len in 0..full.len() {
+        let r = HyperLogLog::from_bytes(&envelope(HLL, &full[..len]));
+        assert!(matches!(r, Err(DecodeError::Truncated { .. })), "body of {len} bytes: {r:?}");
+    }
+    let r = HyperLogLog::from_bytes(&envelope(HLL, &hll_head(12, 3, 0, None)));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "martingale missing: {r:?}");
+    Ok(())
+}
+
+#[test]
+fn the_header_is_checked_with_a_valid_checksum() {
+    let headers: [([u8; 2], u8, u8); 12] = [
+        (*b"SY", 1, HLL), // The controls: valid for their own decoder.
+        (*b"SY", 1, FM),
+        (*b"SY", 1, 0),
+        (*b"SY", 1, 3),
+        (*b"SY", 1, 255),
+        (*b"SY", 0, HLL),
+        (*b"SY", 2, FM),
+        (*b"SY", 255, HLL),
+        (*b"sy", 1, HLL),
+        (*b"YS", 1, FM),
+        (*b"\0\0", 1, HLL),
+        (*b"SY", 2, 3),
+    ];
+    for (magic, version, family) in headers {
+        for decoder in [HLL, FM] {
+            let body = if decoder == HLL { hll_sparse_body(12, 0, 0, &[]) } else { fm_body(0, 0, &[7]) };
+            let bytes = envelope_with(magic, version, family, &body);
+            let got = if decoder == HLL {
+                HyperLogLog::from_bytes(&bytes).map(|_| ())
+            } else {
+                FlajoletMartin::from_bytes(&bytes).map(|_| ())
+            };
+            // The checksum is valid, so a header that passes its checks decodes.
+            let expected = match expected_envelope_error(&bytes, decoder) {
+                DecodeError::ChecksumMismatch => Ok(()),
+                e => Err(e),
+            };
+            assert_eq!(got, expected, "{magic:?} version {version} family {family}, decoder {decoder}");
+        }
+    }
+}
+
+#[test]
+fn wrong_family_between_real_sketches() -> TestResult {
+    let mut fm = FlajoletMartin::new(64)?;
+    fm.observe("x");
+    let mut hll = HyperLogLog::new(12)?;
+    hll.observe("x");
+    assert_eq!(HyperLogLog::from_bytes(&fm.to_bytes()), Err(DecodeError::WrongFamily { expected: HLL, found: FM }));
+    assert_eq!(FlajoletMartin::from_bytes(&hll.to_bytes()), Err(DecodeError::WrongFamily { expected: FM, found: HLL }));
+    Ok(())
+}
+
+#[test]
+fn short_inputs_are_truncated() {
+    for len in 0..ENVELOPE_LEN {
+        let bytes = &b"SY\x01\x02\0\0\0\0\0\0\0\0"[..len];
+        assert_eq!(HyperLogLog::from_bytes(bytes), Err(DecodeError::Truncated { needed: 12, available: len }));
+        assert_eq!(FlajoletMartin::from_bytes(bytes), Err(DecodeError::Truncated { needed: 12, available: len }));
+    }
+}
+
+#[test]
+fn decode_errors_display_clearly() {
+    let errors = [
+        DecodeError::Truncated { needed: 12, available: 3 },
+        DecodeError::BadMagic,
+        DecodeError::UnsupportedVersion(9),
+        DecodeError::WrongFamily { expected: 2, found: 1 },
+        DecodeError::ChecksumMismatch,
+        DecodeError::InvalidField { field: "precision", reason: "outside 4..=18" },
+        DecodeError::TrailingBytes(5),
+    ];
+    for e in errors {
+        let text = e.to_string();
+        assert!(!text.is_empty() && !text.contains('{'), "{e:?}: {text}");
+        let any: synopses::Error = e.clone().into();
+        assert_eq!(any.to_string(), text);
+        assert!(std::error::Error::source(&any).is_some());
+    }
+}
+
+/// A crafted martingale below the number of registers that are set (impossible for a real
+/// sketch: it starts at the exact count and grows by at least 1 per register change) is
+/// accepted, and then the bounds are not an interval.
+#[test]
+fn a_martingale_below_the_set_registers_is_rejected() {
+    let registers = vec![5u8; 1 << 10];
+    let bytes = hll_dense(10, 0, Some(0.0), &registers);
+    let r = HyperLogLog::from_bytes(&bytes);
+    if let Ok(hll) = &r {
+        let b = hll.bounds(Confidence::TwoSigma);
+        assert!(b.lower <= b.upper, "bounds {b:?} of a decoded sketch with estimate {}", hll.estimate());
+    }
+    assert!(is_invalid_field(&r, "martingale"), "{r:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invalid parameters
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn hll_precision_outside_4_to_18_is_a_config_error() -> TestResult {
+    for p in (0..=3).chain(19..=255u8) {
+        for r in [HyperLogLog::new(p), HyperLogLog::with_seed(p, 7)] {
+            let e = r.expect_err("precision out of range");
+            assert_eq!(e.parameter(), "precision");
+            assert_eq!(e.value(), p.to_string());
+            assert!(e.to_string().contains("precision"), "{e}");
+        }
+    }
+    for p in 4..=18u8 {
+        assert_eq!(HyperLogLog::new(p)?.precision(), p);
+    }
+    Ok(())
+}
+
+/// The documented range of `with_error`: `[0.00203, 0.2765]`, precision 18 to 4.
+const WITH_ERROR_RANGE: (f64, f64) = (0.00203, 0.2765);
+
+#[test]
+fn hll_with_error_accepts_exactly_the_documented_range() -> TestResult {
+    let (low, high) = WITH_ERROR_RANGE;
+    for e in [f64::NAN, -f64::NAN, f64::NEG_INFINITY, 0.0, -0.0, -0.01, -1.0, 1e-9, 0.002, low * 0.999] {
+        let err = HyperLogLog::with_error(e).expect_err("below the documented range");
+        assert_eq!(err.parameter(), "relative_error", "{e}");
+    }
+    assert_eq!(HyperLogLog::with_error(f64::INFINITY).expect_err("infinite").parameter(), "relative_error");
+    assert_eq!(HyperLogLog::with_error(low)?.precision(), 18);
+    assert_eq!(HyperLogLog::with_error(high)?.precision(), 4);
+    assert_eq!(HyperLogLog::with_error(0.01)?.precision(), 14);
+    // Across the range: always a sketch, never finer when more error is allowed.
+    let mut previous = 18;
+    for k in 0..=200 {
+        let e = low * (high / low).powf(f64::from(k) / 200.0);
+        let p = HyperLogLog::with_error(e.clamp(low, high))?.precision();
+        assert!(p <= previous, "with_error({e}) = precision {p}, after {previous} for a smaller error");
+        previous = p;
+    }
+    Ok(())
+}
+
+#[test]
+fn hll_with_error_above_the_documented_range_is_an_error() {
+    for e in [WITH_ERROR_RANGE.1 * 1.01, 0.5, 1.0, 1e9, f64::MAX] {
+        let r = HyperLogLog::with_error(e);
+        assert!(r.is_err(), "with_error({e}) = {:?}", r.map(|h| h.precision()));
+    }
+}
+
+#[test]
+fn fm_bitmaps_outside_powers_of_two_to_65536_are_a_config_error() -> TestResult {
+    for b in [0usize, 3, 6, 1000, (1 << 16) + 1, 1 << 17, 1 << 40, usize::MAX] {
+        for r in [FlajoletMartin::new(b), FlajoletMartin::with_seed(b, 7)] {
+            let e = r.expect_err("bitmaps out of range");
+            assert_eq!(e.parameter(), "bitmaps");
+            assert_eq!(e.value(), b.to_string());
+        }
+    }
+    for b in [1usize, 2, 64, 1 << 16] {
+        assert_eq!(FlajoletMartin::new(b)?.bitmaps(), b);
+    }
+    Ok(())
+}
+
+#[test]
+fn reduce_outside_4_to_own_precision_is_a_config_error() -> TestResult {
+    let mut sparse = HyperLogLog::new(12)?;
+    (0..100u64).for_each(|i| sparse.observe(i));
+    let mut dense = HyperLogLog::new(12)?;
+    (0..100_000u64).for_each(|i| dense.observe(i));
+    for hll in [HyperLogLog::new(12)?, sparse, dense] {
+        for p in [0u8, 1, 3, 13, 18, 19, 255] {
+            let e = hll.reduce(p).expect_err("reduce out of range");
+            assert_eq!(e.parameter(), "precision");
+            assert_eq!(e.value(), p.to_string());
+        }
+        for p in [4u8, 11, 12] {
+            assert_eq!(hll.reduce(p)?.precision(), p);
+        }
+        assert_eq!(hll.reduce(12)?, hll);
+    }
+    let p4 = HyperLogLog::new(4)?;
+    assert!(p4.reduce(3).is_err() && p4.reduce(5).is_err());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mismatched merges
+// ---------------------------------------------------------------------------------------------
+
+fn hll_with(p: u8, seed: u64, n: u64) -> Result<HyperLogLog, Box<dyn Error>> {
+    let mut h = HyperLogLog::with_seed(p, seed)?;
+    (0..n).for_each(|i| h.observe(i));
+    Ok(h)
+}
+
+/// Merges `other` into a copy of `target`; the error must name `parameter` and the copy must
+/// be unchanged, down to its encoding (which includes the martingale).
+fn assert_hll_merge_fails(target: &HyperLogLog, other: &HyperLogLog, parameter: &str) {
+    let mut merged = target.clone();
+    let e = merged.merge(other).expect_err("mismatched merge");
+    assert_eq!(e.parameter(), parameter, "{e}");
+    assert_eq!(&merged, target);
+    assert_eq!(merged.to_bytes(), target.to_bytes());
+    assert_eq!(merged.estimate().to_bits(), target.estimate().to_bits());
+    // Through the trait too.
+    let mut merged = target.clone();
+    let e = synopses::core::Mergeable::merge_all(&mut merged, [other]).expect_err("mismatched merge_all");
+    assert_eq!(e.parameter(), parameter);
+    assert_eq!(merged.to_bytes(), target.to_bytes());
+}
+
+#[test]
+fn hll_merges_of_different_configurations_fail_and_change_nothing() -> TestResult {
+    // Empty, sparse and dense on either side.
+    for n_ours in [0u64, 100, 20_000] {
+        for n_theirs in [0u64, 100, 20_000] {
+            let ours = hll_with(12, 1, n_ours)?;
+            for (other, parameter) in [
+                (hll_with(14, 1, n_theirs)?, "precision"),
+                (hll_with(11, 1, n_theirs)?, "precision"),
+                (hll_with(12, 2, n_theirs)?, "seed"),
+                (hll_with(12, DEFAULT_SEED, n_theirs)?, "seed"),
+            ] {
+                assert_hll_merge_fails(&ours, &other, parameter);
+            }
+        }
+    }
+    let e = HyperLogLog::with_seed(12, 1)?.merge(&HyperLogLog::with_seed(14, 1)?).expect_err("precision");
+    assert_eq!((e.ours(), e.theirs()), ("12", "14"));
+    let e = HyperLogLog::with_seed(12, 1)?.merge(&HyperLogLog::with_seed(12, 2)?).expect_err("seed");
+    assert_eq!((e.ours(), e.theirs()), ("1", "2"));
+    // Both differ: either may be named, and nothing changes.
+    let ours = hll_with(12, 1, 20_000)?;
+    let mut merged = ours.clone();
+    let e = merged.merge(&hll_with(13, 2, 100)?).expect_err("both differ");
+    assert!(matches!(e.parameter(), "precision" | "seed"), "{e}");
+    assert_eq!(merged.to_bytes(), ours.to_bytes());
+    Ok(())
+}
+
+#[test]
+fn fm_merges_of_different_configurations_fail_and_change_nothing() -> TestResult {
+    let mut ours = FlajoletMartin::with_seed(64, 1)?;
+    (0..1000u64).for_each(|i| ours.observe(i));
+    for (bitmaps, seed, parameter) in
+        [(128usize, 1u64, "bitmaps"), (32, 1, "bitmaps"), (64, 2, "seed"), (1, 1, "bitmaps")]
+    {
+        let mut other = FlajoletMartin::with_seed(bitmaps, seed)?;
+        (0..5000u64).for_each(|i| other.observe(i));
+        let mut merged = ours.clone();
+        let e = merged.merge(&other).expect_err("mismatched merge");
+        assert_eq!(e.parameter(), parameter, "{e}");
+        assert_eq!(merged, ours);
+        assert_eq!(merged.to_bytes(), ours.to_bytes());
+    }
+    let e = FlajoletMartin::with_seed(64, 1)?.merge(&FlajoletMartin::with_seed(128, 1)?).expect_err("bitmaps");
+    assert_eq!((e.ours(), e.theirs()), ("64", "128"));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// serde
+// ---------------------------------------------------------------------------------------------
+
+#[cfg(feature = "serde")]
+mod serde_json_input {
+    use super::*;
+
+    fn sketches() -> Result<(Vec<HyperLogLog>, Vec<FlajoletMartin>), Box<dyn Error>> {
+        let mut merged = hll_with(10, 3, 5_000)?;
+        merged.merge(&hll_with(10, 3, 8_000)?)?;
+        let hlls = vec![HyperLogLog::new(12)?, hll_with(12, 1, 100)?, hll_with(12, 1, 100_000)?, merged];
+        let mut fm = FlajoletMartin::with_seed(64, 2)?;
+        (0..1000u64).for_each(|i| fm.observe(i));
+        Ok((hlls, vec![FlajoletMartin::new(1)?, fm]))
+    }
+
+    #[test]
+    fn json_round_trips() -> TestResult {
+        let (hlls, fms) = sketches()?;
+        for hll in hlls {
+            let json = serde_json::to_string(&hll)?;
+            let back: HyperLogLog = serde_json::from_str(&json)?;
+            assert_eq!(back, hll);
+            assert_eq!(back.to_bytes(), hll.to_bytes()); // The martingale too.
+            assert_eq!(back.estimate().to_bits(), hll.estimate().to_bits());
+        }
+        for fm in fms {
+            let json = serde_json::to_string(&fm)?;
+            let back: FlajoletMartin = serde_json::from_str(&json)?;
+            assert_eq!(back, fm);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn corrupted_json_is_an_error() -> TestResult {
+        let (hlls, fms) = sketches()?;
+        let encodings: Vec<serde_json::Value> = hlls
+            .iter()
+            .map(serde_json::to_value)
+            .chain(fms.iter().map(serde_json::to_value))
+            .collect::<Result<_, _>>()?;
+        for (k, value) in encodings.iter().enumerate() {
+            let bytes: Vec<u8> = serde_json::from_value(value.clone())?;
+            for at in [0, 2, 3, 4, bytes.len() / 2, bytes.len() - 1] {
+                let mut corrupted = bytes.clone();
+                corrupted[at] ^= 0x10;
+                let json = serde_json::to_string(&corrupted)?;
+                let hll = serde_json::from_str::<HyperLogLog>(&json);
+                let fm = serde_json::from_str::<FlajoletMartin>(&json);
+                assert!(hll.is_err() && fm.is_err(), "sketch {k}, byte {at}");
+            }
+            // Truncated and extended arrays.
+            let json = serde_json::to_string(&bytes[..bytes.len() - 1])?;
+            assert!(serde_json::from_str::<HyperLogLog>(&json).is_err());
+            assert!(serde_json::from_str::<FlajoletMartin>(&json).is_err());
+            let mut longer = bytes.clone();
+            longer.push(0);
+            let json = serde_json::to_string(&longer)?;
+            assert!(serde_json::from_str::<HyperLogLog>(&json).is_err());
+            assert!(serde_json::from_str::<FlajoletMartin>(&json).is_err());
+        }
+        // The decoder's error comes through.
+        let fm_json = serde_json::to_string(&fms[1])?;
+        let e = serde_json::from_str::<HyperLogLog>(&fm_json).expect_err("wrong family");
+        assert!(e.to_string().contains("family"), "{e}");
+        Ok(())
+    }
+
+    #[test]
+    fn malformed_json_is_an_error() {
+        for json in [
+            "",
+            "null",
+            "true",
+            "0",
+            "-1",
+            "\"\"",
+            "\"SY\"",
+            "{}",
+            "[]",
+            "[1,2,3]",
+            "[256]",
+            "[-1]",
+            "[1.5]",
+            "[\"a\"]",
+            "[null]",
+            "[[1]]",
+            "[83,89,1,2",
+            "[83,89,1,2,]",
+            "{\"bytes\":[83,89]}",
+        ] {
+            assert!(serde_json::from_str::<HyperLogLog>(json).is_err(), "{json:?}");
+            assert!(serde_json::from_str::<FlajoletMartin>(json).is_err(), "{json:?}");
+        }
+    }
+
+    proptest! {
+        /// JSON of any byte array decodes exactly when `from_bytes` does, and never panics.
+        #[test]
+        fn json_agrees_with_from_bytes(
+            body in proptest::collection::vec(any::<u8>(), 0..300),
+            family in prop_oneof![Just(HLL), Just(FM)],
+            wrap in any::<bool>(),
+        ) {
+            let bytes = if wrap { envelope(family, &body) } else { body };
+            let json = serde_json::to_string(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let hll = serde_json::from_str::<HyperLogLog>(&json).ok();
+            prop_assert_eq!(hll, HyperLogLog::from_bytes(&bytes).ok());
+            let fm = serde_json::from_str::<FlajoletMartin>(&json).ok();
+            prop_assert_eq!(fm, FlajoletMartin::from_bytes(&bytes).ok());
+        }
+    }
+}
