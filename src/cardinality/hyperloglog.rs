@@ -695,6 +695,14 @@ fn entry_register(entry: u32, p: u8) -> (usize, u8) {
     (index, rank as u8)
 }
 
+/// Converts a 128-bit fixed-point sum to `f64` from its two 64-bit halves: deterministic and
+/// within one rounding of the exact value, and several times faster than `u128 as f64`
+/// (a library call) on the martingale's per-change path.
+#[inline]
+fn wide_to_f64(x: u128) -> f64 {
+    ((x >> 64) as u64 as f64).mul_add(2f64.powi(64), x as u64 as f64)
+}
+
 /// The exact small-range form: an open-addressing set of non-zero sparse entries.
 #[derive(Clone)]
 struct Sparse {
@@ -805,7 +813,7 @@ impl Dense {
     fn raise(&mut self, index: usize, old: u8, rank: u8, p: u8) {
         if let Some(x) = &mut self.martingale {
             // Horvitz–Thompson: this change had probability inverse_sum / (m · 2^64).
-            *x += ((1u128 << (64 + p)) as f64) / self.inverse_sum as f64;
+            *x += 2f64.powi(64 + i32::from(p)) / wide_to_f64(self.inverse_sum);
         }
         self.set(index, old, rank, p);
     }
@@ -864,7 +872,7 @@ impl Dense {
         let m = 1u32 << p;
         // Sum of 2^-r over registers with 1 <= r <= 64 - p.
         let zero_part = u128::from(self.zeros) << 64;
-        let middle = (self.inverse_sum - zero_part) as f64 / 2f64.powi(64);
+        let middle = wide_to_f64(self.inverse_sum - zero_part) / 2f64.powi(64);
         ertl_estimate(m, 64 - u32::from(p), self.zeros, self.saturated, middle)
     }
 }
