@@ -116,9 +116,12 @@
 //! Ranks never exceed `65 − p ≤ 61`, so 6 bits would hold a register. In memory we use one
 //! byte per register: observing is a load, a compare and (rarely) a store, with no shifting
 //! across byte boundaries, and merging is a byte-wise maximum that compilers vectorize. The
-//! encoding of [`HyperLogLog::to_bytes`] packs 6 bits per register, so what travels and what
-//! is stored is 3/4 of the in-memory size. The measured costs are in `benches/cardinality.rs`
-//! and in the crate's README.
+//! evidence, from `benches/cardinality.rs` on one machine: DataSketches' own 4-bit packing
+//! (HLL_4) observes 1.3–1.6× slower than its 8-bit HLL_8 on the same data, and our byte-wise
+//! merge at precision 14, aggregates included, takes about 4.4 µs where HLL_8's union takes
+//! about 65 µs. The encoding of [`HyperLogLog::to_bytes`] packs 6 bits per register, so what
+//! travels and what is stored is 3/4 of the in-memory size: the compact form where bytes cost
+//! most, the fast form where time does.
 //!
 //! # Merging
 //!
