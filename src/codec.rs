@@ -47,9 +47,23 @@ use crate::core::DecodeError;
 use crate::hash::hash_bytes;
 
 /// The magic bytes that start every encoding.
+///
+/// ```
+/// use synopses::cardinality::FlajoletMartin;
+///
+/// assert!(FlajoletMartin::new(16)?.to_bytes().starts_with(&synopses::codec::MAGIC));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
 pub const MAGIC: [u8; 2] = *b"SY";
 
 /// The format version this build writes (and the newest it reads).
+///
+/// ```
+/// use synopses::cardinality::FlajoletMartin;
+///
+/// assert_eq!(FlajoletMartin::new(16)?.to_bytes()[2], synopses::codec::FORMAT_VERSION);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
 pub const FORMAT_VERSION: u8 = 1;
 
 const HEADER_LEN: usize = 4;

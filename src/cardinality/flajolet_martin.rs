@@ -176,6 +176,16 @@ impl FlajoletMartin {
     }
 
     /// Where the estimate switches from linear counting to PCSA, as a multiple of `m`.
+    ///
+    /// ```
+    /// use synopses::cardinality::FlajoletMartin;
+    ///
+    /// let mut fm = FlajoletMartin::new(1024)?;
+    /// (0..1000_u64).for_each(|i| fm.observe(i)); // about m items: linear counting answers
+    /// assert!(fm.estimate() < FlajoletMartin::LINEAR_COUNTING_LIMIT * 1024.0);
+    /// assert!((fm.estimate() / 1000.0 - 1.0).abs() < 3.0 * fm.relative_standard_error());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
     pub const LINEAR_COUNTING_LIMIT: f64 = 3.0;
 
     /// PCSA's estimate with the small-range correction, whatever the range.

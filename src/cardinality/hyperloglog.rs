@@ -9,8 +9,22 @@ use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Merg
 use crate::hash::{DEFAULT_SEED, Hashable};
 
 /// The smallest supported precision (16 registers).
+///
+/// ```
+/// use synopses::cardinality::{HyperLogLog, MIN_PRECISION};
+///
+/// assert!(HyperLogLog::new(MIN_PRECISION).is_ok());
+/// assert!(HyperLogLog::new(MIN_PRECISION - 1).is_err());
+/// ```
 pub const MIN_PRECISION: u8 = 4;
 /// The largest supported precision (262 144 registers).
+///
+/// ```
+/// use synopses::cardinality::{HyperLogLog, MAX_PRECISION};
+///
+/// assert!(HyperLogLog::new(MAX_PRECISION).is_ok());
+/// assert!(HyperLogLog::new(MAX_PRECISION + 1).is_err());
+/// ```
 pub const MAX_PRECISION: u8 = 18;
 
 /// The precision of the sparse entries: the top `SPARSE_PRECISION` hash bits, followed by
