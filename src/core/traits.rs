@@ -146,8 +146,10 @@ pub trait OperatorExt<T>: Operator<T> {
     /// in slice order.
     ///
     /// For the deterministic synopses (all cardinality sketches) the state is identical to
-    /// observing the items sequentially, whatever the number of threads. Needs the `rayon`
-    /// feature.
+    /// observing the items sequentially, whatever the number of threads, and so is every
+    /// answer computed from the state. What the parts merged away is their history: a
+    /// HyperLogLog observed in parallel answers with its register estimator, not the
+    /// single-stream martingale. Needs the `rayon` feature.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
