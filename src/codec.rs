@@ -108,8 +108,11 @@ impl Writer {
         self.put_u64(v.to_bits());
     }
 
-    pub(crate) fn put_bytes(&mut self, v: &[u8]) {
-        self.buf.extend_from_slice(v);
+    /// Appends `n` zero bytes and returns them, for a caller that fills a block in place.
+    pub(crate) fn put_zeroed(&mut self, n: usize) -> &mut [u8] {
+        let start = self.buf.len();
+        self.buf.resize(start + n, 0);
+        &mut self.buf[start..]
     }
 
     pub(crate) fn finish(mut self) -> Vec<u8> {

@@ -522,9 +522,11 @@ impl HyperLogLog {
                 sparse.sorted_entries().into_iter().for_each(|e| w.put_u32(e));
             }
             Repr::Dense(dense) => {
-                for quad in dense.registers.chunks_exact(4) {
-                    let packed = quad.iter().rev().fold(0u32, |acc, &r| (acc << 6) | u32::from(r));
-                    w.put_bytes(&packed.to_le_bytes()[..3]);
+                let out = w.put_zeroed(dense.registers.len() / 4 * 3);
+                for (quad, bytes) in dense.registers.chunks_exact(4).zip(out.chunks_exact_mut(3)) {
+                    let [a, b, c, d] = [0, 1, 2, 3].map(|k| u32::from(quad[k]));
+                    let packed = a | b << 6 | c << 12 | d << 18;
+                    bytes.copy_from_slice(&packed.to_le_bytes()[..3]);
                 }
             }
         }
@@ -571,15 +573,16 @@ impl HyperLogLog {
             let max_rank = 65 - precision;
             for (quad, out) in packed.chunks_exact(3).zip(d.registers.chunks_exact_mut(4)) {
                 let v = u32::from_le_bytes([quad[0], quad[1], quad[2], 0]);
-                for (k, reg) in out.iter_mut().enumerate() {
-                    *reg = ((v >> (6 * k)) & 0x3f) as u8;
-                    if *reg > max_rank {
-                        return Err(DecodeError::InvalidField {
-                            field: "registers",
-                            reason: "rank above 65 - precision",
-                        });
-                    }
-                }
+                out.copy_from_slice(&[
+                    v as u8 & 0x3f,
+                    (v >> 6) as u8 & 0x3f,
+                    (v >> 12) as u8 & 0x3f,
+                    (v >> 18) as u8 & 0x3f,
+                ]);
+            }
+            // One check after the loop (a maximum vectorizes; an early exit would not).
+            if d.registers.iter().copied().max().unwrap_or(0) > max_rank {
+                return Err(DecodeError::InvalidField { field: "registers", reason: "rank above 65 - precision" });
             }
             d.recount(precision);
             // The martingale starts at the exact sparse count and adds at least 1 for every
