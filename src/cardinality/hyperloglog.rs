@@ -858,16 +858,18 @@ impl Dense {
 
     /// Recomputes the aggregates from the registers.
     fn recount(&mut self, p: u8) {
-        // Four interleaved histograms: consecutive registers often hold the same value, and
-        // one histogram would make each increment wait for the previous one's store.
-        let mut histograms = [[0u32; 64]; 4];
-        let mut quads = self.registers.chunks_exact(4);
-        for quad in &mut quads {
-            for (h, &r) in histograms.iter_mut().zip(quad) {
+        // Eight interleaved histograms: registers often repeat a value, and one histogram
+        // would make each increment wait for the previous one's store. Measured at 16 Ki
+        // registers of a real sketch: 1, 4, 8 and 16 histograms take about 7.7, 4.1, 3.5 and
+        // 4.3 µs.
+        let mut histograms = [[0u32; 64]; 8];
+        let mut chunks = self.registers.chunks_exact(8);
+        for chunk in &mut chunks {
+            for (h, &r) in histograms.iter_mut().zip(chunk) {
                 h[usize::from(r & 63)] += 1;
             }
         }
-        for &r in quads.remainder() {
+        for &r in chunks.remainder() {
             histograms[0][usize::from(r & 63)] += 1;
         }
         let count = |r: usize| histograms.iter().map(|h| h[r]).sum::<u32>();
