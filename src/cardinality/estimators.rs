@@ -53,13 +53,21 @@ pub(crate) fn improved_rse(m: u32) -> f64 {
 /// sum of `2^-r` over the registers serves as well as the histogram and is kept up to date in
 /// O(1) per register change. σ corrects the small range (where linear counting used to take
 /// over), τ the range where registers saturate; neither needs a bias table.
+/// `2^e` for `-1022 <= e <= 1023`, built from its bits: exact, and a constant-time
+/// alternative to `powi`, which is a library call when `e` is not a constant.
+#[inline]
+pub(crate) fn pow2(e: i32) -> f64 {
+    debug_assert!((-1022..=1023).contains(&e));
+    f64::from_bits(((1023 + e) as u64) << 52)
+}
+
 pub(crate) fn ertl_estimate(m: u32, q: u32, zeros: u32, saturated: u32, middle: f64) -> f64 {
     if zeros == m {
         return 0.0;
     }
     let alpha_m = alpha(m);
     let m = f64::from(m);
-    let top = m * tau(1.0 - f64::from(saturated) / m) * 2f64.powi(-(q as i32));
+    let top = m * tau(1.0 - f64::from(saturated) / m) * pow2(-(q as i32));
     let z = m * sigma(f64::from(zeros) / m) + middle + top;
     alpha_m * m * m / z
 }
@@ -103,6 +111,13 @@ fn tau(mut x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pow2_is_exact() {
+        for e in -1022..=1023 {
+            assert_eq!(pow2(e), 2f64.powi(e));
+        }
+    }
 
     #[test]
     fn sigma_and_tau_match_their_series() {
