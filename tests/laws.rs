@@ -144,6 +144,27 @@ proptest! {
         prop_assert_eq!(m.martingale_estimate().map(f64::to_bits), a.martingale_estimate().map(f64::to_bits));
     }
 
+    /// The batch path gives the state, and the estimates bit for bit, of observing one by one,
+    /// across the sparse → dense switch and from a non-empty start.
+    #[test]
+    fn observe_all_equals_one_by_one(p in 4_u8..=10, head in items(), tail in items()) {
+        let mut batch = HyperLogLog::new(p).unwrap();
+        let mut single = batch.clone();
+        for part in [&head, &tail] {
+            batch.observe_all(part);
+            part.iter().for_each(|x| single.observe(x));
+        }
+        prop_assert_eq!(&batch, &single);
+        prop_assert_eq!(batch.estimate().to_bits(), single.estimate().to_bits());
+        prop_assert_eq!(batch.martingale_estimate().map(f64::to_bits), single.martingale_estimate().map(f64::to_bits));
+
+        let mut batch = FlajoletMartin::new(1 << (p - 4)).unwrap();
+        let mut single = batch.clone();
+        batch.observe_all(&head);
+        head.iter().for_each(|x| single.observe(x));
+        prop_assert_eq!(batch, single);
+    }
+
     /// Reducing a sketch to a lower precision gives the sketch that precision would have built.
     #[test]
     fn hll_reduce_equals_direct(p in 5_u8..=12, drop in 1_u8..=4, items in items()) {

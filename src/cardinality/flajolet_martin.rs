@@ -16,6 +16,17 @@ const PCSA_RSE: f64 = 0.78;
 /// The most bitmaps a sketch may have.
 const MAX_BITMAPS: usize = 1 << 16;
 
+/// Sets the bit of a hash: the low `log2` bits choose the bitmap, the number of trailing zeros
+/// of the rest (at most 31) the bit.
+#[inline]
+fn set_bit(bitmaps: &mut [u32], log2: u8, hash: u64) {
+    let index = (hash & (bitmaps.len() as u64).wrapping_sub(1)) as usize;
+    let bit = (hash >> log2).trailing_zeros().min(31);
+    if let Some(bitmap) = bitmaps.get_mut(index) {
+        *bitmap |= 1 << bit;
+    }
+}
+
 /// Linear counting's relative standard error at `n` items in `m` buckets (Whang et al. 1990).
 pub(crate) fn linear_counting_rse(m: f64, n: f64) -> f64 {
     let t = n / m;
@@ -133,10 +144,26 @@ impl FlajoletMartin {
     /// ```
     #[inline]
     pub fn observe_hash(&mut self, hash: u64) {
-        let index = (hash & (self.bitmaps.len() as u64 - 1)) as usize;
-        let bit = (hash >> self.log2_bitmaps).trailing_zeros().min(31);
-        if let Some(bitmap) = self.bitmaps.get_mut(index) {
-            *bitmap |= 1 << bit;
+        set_bit(&mut self.bitmaps, self.log2_bitmaps, hash);
+    }
+
+    /// Observes every item of an iterator: the same state as [`observe`](Self::observe) on
+    /// each, with the sketch's state in locals for the whole loop.
+    ///
+    /// ```
+    /// # use synopses::cardinality::FlajoletMartin;
+    /// let mut batch = FlajoletMartin::new(64)?;
+    /// batch.observe_all(["a", "b", "c"]);
+    /// let mut one_by_one = FlajoletMartin::new(64)?;
+    /// ["a", "b", "c"].into_iter().for_each(|s| one_by_one.observe(s));
+    /// assert_eq!(batch, one_by_one);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_all<T: Hashable, I: IntoIterator<Item = T>>(&mut self, items: I) {
+        let (seed, log2) = (self.seed, self.log2_bitmaps);
+        let bitmaps = &mut self.bitmaps[..];
+        for item in items {
+            set_bit(bitmaps, log2, item.hash64(seed));
         }
     }
 
@@ -346,11 +373,15 @@ impl<T: Hashable> Operator<T> for FlajoletMartin {
     fn observe(&mut self, item: T) {
         FlajoletMartin::observe(self, item);
     }
+
+    fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        FlajoletMartin::observe_all(self, items);
+    }
 }
 
 impl<T: Hashable> Extend<T> for FlajoletMartin {
     fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
-        iter.into_iter().for_each(|item| self.observe(item));
+        self.observe_all(iter);
     }
 }
 

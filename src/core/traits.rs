@@ -39,6 +39,31 @@ pub trait Operator<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     fn observe(&mut self, item: T);
+
+    /// Observes every item of an iterator, in order.
+    ///
+    /// The result is the same as calling [`observe`](Operator::observe) for each item; an
+    /// implementation may override this method with a faster loop (the sketches of this crate
+    /// do, keeping their state in locals for the whole batch), so generic code that has many
+    /// items should call it rather than loop itself.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::core::Operator;
+    ///
+    /// let mut hll = HyperLogLog::new(12)?;
+    /// Operator::observe_all(&mut hll, ["a", "b", "a"]);
+    /// assert_eq!(hll.estimate().round(), 2.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I)
+    where
+        Self: Sized,
+    {
+        for item in items {
+            self.observe(item);
+        }
+    }
 }
 
 /// State that merges: two instances of the same configuration that observed two parts of a
@@ -122,24 +147,10 @@ pub trait Mergeable: Sized {
 }
 
 /// Conveniences for every [`Operator`]; implemented for all of them, never by hand.
+///
+/// (Observing a whole iterator is [`Operator::observe_all`], a provided method of the core
+/// trait, so that each type can give it a faster loop.)
 pub trait OperatorExt<T>: Operator<T> {
-    /// Observes every item of an iterator, in order.
-    ///
-    /// ```
-    /// use synopses::cardinality::HyperLogLog;
-    /// use synopses::core::OperatorExt;
-    ///
-    /// let mut hll = HyperLogLog::new(12)?;
-    /// hll.observe_all(["a", "b", "a"]);
-    /// assert_eq!(hll.estimate().round(), 2.0);
-    /// # Ok::<(), synopses::ConfigError>(())
-    /// ```
-    fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
-        for item in items {
-            self.observe(item);
-        }
-    }
-
     /// Observes the items of a slice on rayon's thread pool: the slice is cut into one
     /// contiguous part per thread, each part is observed into an
     /// [`empty_like`](Mergeable::empty_like) instance, and the parts are merged into `self`
@@ -167,7 +178,7 @@ pub trait OperatorExt<T>: Operator<T> {
     fn par_observe(&mut self, items: &[T])
     where
         T: Sync,
-        Self: for<'a> Operator<&'a T> + Mergeable + Send + Sync,
+        Self: for<'a> Operator<&'a T> + Mergeable + Send + Sync + Sized,
     {
         use rayon::prelude::*;
         // One part per thread: per-part setup and the final merges then cost O(threads), and
@@ -179,7 +190,7 @@ pub trait OperatorExt<T>: Operator<T> {
             .par_chunks(part_len)
             .map(|part| {
                 let mut op = proto.empty_like();
-                part.iter().for_each(|item| op.observe(item));
+                op.observe_all(part);
                 op
             })
             .collect();
