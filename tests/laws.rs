@@ -10,7 +10,7 @@ use std::fmt::Debug;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
-use synopses::core::{Mergeable, OperatorExt};
+use synopses::core::Mergeable;
 
 /// A type under test: how to make it, feed it, encode it, and compare estimates bit for bit.
 trait Subject: Mergeable + Clone + PartialEq + Debug {
@@ -211,6 +211,7 @@ fn mismatched_merges_fail_and_change_nothing() -> Result<(), Box<dyn std::error:
 #[cfg(feature = "rayon")]
 mod parallel {
     use super::*;
+    use synopses::core::OperatorExt;
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(32))]
