@@ -247,39 +247,66 @@ impl HyperLogLog {
         let p = self.precision;
         match &mut self.repr {
             Repr::Dense(dense) => dense.observe_hash(hash, p),
-            Repr::Sparse(_) => self.insert_entry(sparse_entry(hash)),
+            Repr::Sparse(_) => self.observe_entry(sparse_entry(hash)),
         }
     }
 
-    /// Adds one sparse entry (an observed item at the sparse precision), in either mode.
-    fn insert_entry(&mut self, entry: u32) {
-        let limit = self.sparse_limit();
+    /// Adds one entry observed in the stream (an item at the sparse precision), in either mode.
+    fn observe_entry(&mut self, entry: u32) {
+        let (p, limit) = (self.precision, self.sparse_limit());
+        if let Repr::Sparse(sparse) = &mut self.repr {
+            if sparse.contains(entry) {
+                return;
+            }
+            if sparse.len < limit {
+                sparse.insert_new(entry);
+                return;
+            }
+            // One more distinct entry than the sparse form holds: turn dense. The exact count
+            // so far starts the martingale estimator, which then goes on as usual.
+            let count = sparse.len as f64;
+            self.densify().agg.martingale = Some(count);
+        }
+        if let Repr::Dense(dense) = &mut self.repr {
+            let (index, rank) = entry_register(entry, p);
+            dense.update(index, rank, p);
+        }
+    }
+
+    /// Adds one entry of another sketch (merges and reductions): the same state as observing
+    /// it, but no part of the martingale, which describes one stream in its own order.
+    fn absorb_entry(&mut self, entry: u32) {
+        let (p, limit) = (self.precision, self.sparse_limit());
+        if let Repr::Sparse(sparse) = &mut self.repr {
+            if sparse.contains(entry) {
+                return;
+            }
+            if sparse.len < limit {
+                sparse.insert_new(entry);
+                return;
+            }
+            self.densify();
+        }
+        if let Repr::Dense(dense) = &mut self.repr {
+            let (index, rank) = entry_register(entry, p);
+            dense.set_max(index, rank, p);
+        }
+    }
+
+    /// Turns a sparse sketch dense (without a martingale) and returns the dense form.
+    fn densify(&mut self) -> &mut Dense {
         let p = self.precision;
+        if let Repr::Sparse(sparse) = &self.repr {
+            let mut dense = Dense::new(p);
+            for entry in sparse.entries() {
+                let (index, rank) = entry_register(entry, p);
+                dense.set_max(index, rank, p);
+            }
+            self.repr = Repr::Dense(dense);
+        }
         match &mut self.repr {
-            Repr::Dense(dense) => {
-                let (index, rank) = entry_register(entry, p);
-                dense.update(index, rank, p);
-            }
-            Repr::Sparse(sparse) => {
-                if sparse.contains(entry) {
-                    return;
-                }
-                if sparse.len < limit {
-                    sparse.insert_new(entry);
-                    return;
-                }
-                // One more distinct entry than the sparse form holds: turn dense. The exact count
-                // so far starts the martingale estimator, which then goes on as usual.
-                let mut dense = Dense::new(p);
-                for &e in sparse.slots.iter().filter(|&&e| e != 0) {
-                    let (index, rank) = entry_register(e, p);
-                    dense.set_max(index, rank, p);
-                }
-                dense.agg.martingale = Some(sparse.len as f64);
-                let (index, rank) = entry_register(entry, p);
-                dense.update(index, rank, p);
-                self.repr = Repr::Dense(dense);
-            }
+            Repr::Dense(dense) => dense,
+            Repr::Sparse(_) => unreachable!("the sparse form was just replaced"),
         }
     }
 
@@ -332,10 +359,10 @@ impl HyperLogLog {
     }
 
     /// The martingale (HIP) estimate, if the sketch has one: it exists for a dense sketch that
-    /// only ever observed one stream (merging in a sparse sketch or an empty one keeps it,
-    /// since that is the same as observing its items). Relative standard error about
-    /// `0.83 / sqrt(m)`. `None` in the sparse mode, where the count is exact, and after a
-    /// dense merge or a [`reduce`](Self::reduce).
+    /// only ever observed one stream (merging in the empty sketch, or merging the sketch into an
+    /// empty one, keeps it). Relative standard error about `0.83 / sqrt(m)`. `None` in the
+    /// sparse mode, where the count is exact, and after any other merge that leaves the
+    /// sketch dense, or a [`reduce`](Self::reduce).
     ///
     /// ```
     /// # use synopses::cardinality::HyperLogLog;
@@ -426,8 +453,9 @@ impl HyperLogLog {
     /// [`reduce`](Self::reduce) the finer one first; we do not reduce silently, because the
     /// receiving sketch would lose accuracy without asking.
     ///
-    /// A dense-with-dense merge ends the martingale estimate (it describes one stream's
-    /// history); merging a sparse sketch replays its exact entries and keeps it.
+    /// A merge that leaves the sketch dense ends the martingale estimate, which describes one
+    /// stream's history in its own order, and the sketch answers with Ertl's estimator from
+    /// then on (as DataSketches' union does). Merging with the empty sketch changes nothing.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
@@ -445,17 +473,24 @@ impl HyperLogLog {
         MergeError::check("seed", self.seed, other.seed)?;
         let p = self.precision;
         match (&mut self.repr, &other.repr) {
+            // Merging the empty sketch changes nothing, and merging into it gives the other
+            // sketch, history and all: the identity keeps the martingale.
+            (_, Repr::Sparse(theirs)) if theirs.len == 0 => {}
+            (Repr::Sparse(ours), Repr::Dense(theirs)) if ours.len == 0 => self.repr = Repr::Dense(theirs.clone()),
             (_, Repr::Sparse(theirs)) => {
-                for entry in theirs.sorted_entries() {
-                    self.insert_entry(entry);
+                theirs.entries().for_each(|entry| self.absorb_entry(entry));
+                if let Repr::Dense(dense) = &mut self.repr {
+                    dense.agg.martingale = None;
                 }
             }
             (Repr::Sparse(ours), Repr::Dense(theirs)) => {
-                let ours = ours.sorted_entries();
-                self.repr = Repr::Dense(theirs.clone());
-                for entry in ours {
-                    self.insert_entry(entry);
+                let mut dense = theirs.clone();
+                for entry in ours.entries() {
+                    let (index, rank) = entry_register(entry, p);
+                    dense.set_max(index, rank, p);
                 }
+                dense.agg.martingale = None;
+                self.repr = Repr::Dense(dense);
             }
             (Repr::Dense(ours), Repr::Dense(theirs)) => ours.merge_dense(theirs, p),
         }
@@ -464,7 +499,7 @@ impl HyperLogLog {
 
     /// This sketch at a lower precision: the same result as if a sketch of `precision`
     /// registers had observed the same items. Use it to merge sketches of different
-    /// precisions. The martingale estimate does not carry over a dense reduction.
+    /// precisions. The martingale estimate does not carry over.
     ///
     /// `precision` must be between 4 and the sketch's own precision.
     ///
@@ -484,7 +519,7 @@ impl HyperLogLog {
         }
         let mut out = Self::with_seed(precision, self.seed)?;
         match &self.repr {
-            Repr::Sparse(sparse) => sparse.sorted_entries().into_iter().for_each(|e| out.insert_entry(e)),
+            Repr::Sparse(sparse) => sparse.entries().for_each(|e| out.absorb_entry(e)),
             Repr::Dense(dense) => {
                 let mut reduced = Dense::new(precision);
                 let shift = self.precision - precision;
@@ -492,13 +527,17 @@ impl HyperLogLog {
                     if rank == 0 {
                         continue;
                     }
-                    // The `shift` low bits of the old index are the first hash bits after the new
-                    // index: their leading zeros, if any are set, give the new rank.
+                    // The `shift` low bits of the old index sit just above the old rest. A rank
+                    // below the maximum found its 1 inside the old rest and stays; a maximal
+                    // rank (all-zero rest) counts on into those bits.
                     let low = (i as u32) & ((1 << shift) - 1);
-                    let new_rank = if low == 0 {
-                        u32::from(shift) + u32::from(rank)
+                    let old_max = 65 - u32::from(self.precision);
+                    let new_rank = if u32::from(rank) < old_max {
+                        u32::from(rank)
+                    } else if low == 0 {
+                        old_max + u32::from(shift)
                     } else {
-                        u32::from(shift) - (32 - low.leading_zeros()) + 1
+                        old_max + low.trailing_zeros()
                     };
                     reduced.set_max(i >> shift, new_rank as u8, precision);
                 }
@@ -640,7 +679,7 @@ impl HyperLogLog {
                     });
                 }
                 previous = e;
-                hll.insert_entry(e);
+                hll.absorb_entry(e);
             }
         }
         r.finish()?;
@@ -705,18 +744,21 @@ impl Mergeable for HyperLogLog {
 
 serde_via_bytes!(HyperLogLog);
 
-/// The register index (top `p` bits) and rank (position of the first 1 in the rest, from 1;
-/// `65 - p` when the rest is all zeros) of a hash.
+/// The register index (top `p` bits) and rank (one plus the trailing zeros of the rest: the
+/// position of its lowest 1, from 1; `65 - p` when the rest is all zeros) of a hash.
 ///
 /// ```text
 ///  hash:  | index: p bits | rest: 64 - p bits            |
-///                         | 0 0 0 1 x x x ...            |  rank = 4
+///                         |         ... x x x 1 0 0 0    |  rank = 4
 /// ```
+///
+/// Trailing rather than leading zeros: with the index at the top, the sentinel that caps the
+/// count is a constant `or`, no shift of the hash is needed, and observing measured 10 % faster.
 #[inline]
 fn register_of(hash: u64, p: u8) -> (usize, u8) {
     let index = (hash >> (64 - p)) as usize;
-    // The sentinel bit just below the rest caps the leading-zero count at 64 - p.
-    let rank = ((hash << p) | (1 << (p - 1))).leading_zeros() + 1;
+    // The sentinel bit just above the rest caps the trailing-zero count at 64 - p.
+    let rank = (hash | (1 << (64 - p))).trailing_zeros() + 1;
     (index, rank as u8)
 }
 
@@ -738,9 +780,16 @@ fn entry_register(entry: u32, p: u8) -> (usize, u8) {
     let top = entry >> SPARSE_RANK_BITS;
     let extra = SPARSE_PRECISION - u32::from(p);
     let index = (top >> extra) as usize;
-    let between = top & ((1 << extra) - 1);
-    let rank =
-        if between == 0 { extra + (entry & SPARSE_RANK_MASK) } else { extra - (32 - between.leading_zeros()) + 1 };
+    let sparse_rank = entry & SPARSE_RANK_MASK;
+    // Below the 26 top bits the rest has 38 bits. If they are not all zero, their lowest 1 is
+    // also the lowest 1 of the longer rest at precision p; otherwise the count goes on into the
+    // `extra` index bits between p and 26.
+    let rank = if sparse_rank < SPARSE_MAX_RANK {
+        sparse_rank
+    } else {
+        let between = top & ((1 << extra) - 1);
+        (SPARSE_MAX_RANK - 1) + if between == 0 { extra } else { between.trailing_zeros() } + 1
+    };
     (index, rank as u8)
 }
 
@@ -807,9 +856,14 @@ impl Sparse {
         self.slots[i] = entry;
     }
 
-    /// The entries in ascending order: the canonical order for encoding and replay.
+    /// The entries, in table order.
+    fn entries(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().copied().filter(|&e| e != 0)
+    }
+
+    /// The entries in ascending order: the canonical order of the encoding.
     fn sorted_entries(&self) -> Vec<u32> {
-        let mut out: Vec<u32> = self.slots.iter().copied().filter(|&e| e != 0).collect();
+        let mut out: Vec<u32> = self.entries().collect();
         out.sort_unstable();
         out
     }
@@ -971,10 +1025,11 @@ mod tests {
         for i in 0..10_000_u64 {
             // Vary the number of leading zeros after each cut, including none and all.
             x = x.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(i);
-            let hash = match i % 4 {
+            let hash = match i % 5 {
                 0 => x,
                 1 => x >> (i % 64),
-                2 => x & !((1 << 63) >> (i % 40)),
+                2 => x << (i % 64),
+                3 => x & !((1 << 63) >> (i % 40)),
                 _ => x & 0xFFFF_C000_0000_0000,
             };
             for p in MIN_PRECISION..=MAX_PRECISION {
@@ -987,7 +1042,9 @@ mod tests {
     fn rank_of_an_all_zero_rest_is_maximal() {
         assert_eq!(register_of(0, 4), (0, 61));
         assert_eq!(register_of(u64::MAX, 18), ((1 << 18) - 1, 1));
-        assert_eq!(register_of(1, 14), (0, 50));
+        assert_eq!(register_of(1, 14), (0, 1));
+        assert_eq!(register_of(1 << 49, 14), (0, 50));
+        assert_eq!(register_of(1 << 50, 14), (1, 51));
     }
 
     #[test]
