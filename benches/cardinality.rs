@@ -121,6 +121,28 @@ fn observe_case<T, S>(
     });
 }
 
+/// Times observing every item of `items` into a fresh sketch from `make` through a batch
+/// entry point (`observe_all`), against the per-item loop of [`observe_case`].
+fn observe_all_case<T, S>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    p: u8,
+    name: &str,
+    items: &[T],
+    make: impl Fn() -> S,
+    all: impl Fn(&mut S, &[T]),
+) {
+    g.bench_function(id(format_args!("p{p}"), name), |b| {
+        b.iter_batched(
+            &make,
+            |mut s| {
+                all(&mut s, items);
+                s
+            },
+            BatchSize::LargeInput,
+        );
+    });
+}
+
 fn synopses_hll(p: u8) -> HyperLogLog {
     HyperLogLog::new(p).expect("precision in range")
 }
@@ -156,6 +178,7 @@ fn bench_observe_u64(c: &mut Criterion) {
             },
         );
         observe_case(&mut g, p, "synopses", items, || synopses_hll(p), |s, x| s.observe(*x));
+        observe_all_case(&mut g, p, "synopses_observe_all", items, || synopses_hll(p), |s, xs| s.observe_all(xs));
         observe_case(&mut g, p, "datasketches_hll4", items, || ds_hll(p, HllType::Hll4), |s, x| s.update(*x));
         observe_case(&mut g, p, "datasketches_hll8", items, || ds_hll(p, HllType::Hll8), |s, x| s.update(*x));
         observe_case(&mut g, p, "datasketches_cpc", items, || ds_cpc(p), |s, x| s.update(*x));
@@ -186,6 +209,7 @@ fn bench_observe_str(c: &mut Criterion) {
             },
         );
         observe_case(&mut g, p, "synopses", items, || synopses_hll(p), |s, x| s.observe(x.as_str()));
+        observe_all_case(&mut g, p, "synopses_observe_all", items, || synopses_hll(p), |s, xs| s.observe_all(xs));
         observe_case(&mut g, p, "datasketches_hll4", items, || ds_hll(p, HllType::Hll4), |s, x| s.update(x.as_str()));
         observe_case(&mut g, p, "datasketches_hll8", items, || ds_hll(p, HllType::Hll8), |s, x| s.update(x.as_str()));
         observe_case(&mut g, p, "datasketches_cpc", items, || ds_cpc(p), |s, x| s.update(x.as_str()));
@@ -484,6 +508,16 @@ fn bench_parallel(c: &mut Criterion) {
             BatchSize::LargeInput,
         );
     });
+    g.bench_function(id(&cfg, "synopses_seq_observe_all"), |b| {
+        b.iter_batched(
+            || synopses_hll(p),
+            |mut s| {
+                s.observe_all(&items);
+                s
+            },
+            BatchSize::LargeInput,
+        );
+    });
     g.bench_function(id(&cfg, "synopses_par"), |b| {
         b.iter_batched(
             || synopses_hll(p),
@@ -517,6 +551,16 @@ fn bench_fm(c: &mut Criterion) {
                 for x in items {
                     s.observe(*x);
                 }
+                s
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    g.bench_function(id(&cfg, "synopses_observe_all"), |b| {
+        b.iter_batched(
+            make,
+            |mut s| {
+                s.observe_all(items);
                 s
             },
             BatchSize::LargeInput,
