@@ -16,7 +16,7 @@
 //! order, the length, the magic, the version, the family and the checksum, then parses the
 //! body, validates every field against the type's invariants, and rejects trailing bytes. A
 //! length read from the input is compared with the bytes actually present before anything is
-//! allocated, so hostile input cannot make the decoder allocate more than it was given.
+//! allocated, so hostile input can only make the decoder allocate in proportion to its length.
 //!
 //! Version 1 is pinned by the fixtures in `tests/fixtures/v1/`: a later version of the crate
 //! must still read them.

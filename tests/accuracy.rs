@@ -8,12 +8,14 @@
 //!   about `1/sqrt(2T)` (the delta method on a χ²_T / T variance estimate), so at `k = 3`
 //!   standard deviations we require `RMSE ≤ theory · (1 + 3/sqrt(2T))`: 1.15 × theory at
 //!   `T = 200`, which is the bar the foundation issue sets.
-//! * **Bias.** The mean error has standard error `σ / sqrt(T)`, with σ the larger of the
-//!   measured RMSE and the theory; we require `|mean| ≤ z · σ / sqrt(T)`. One sweep makes `K`
+//! * **Bias.** The mean error has standard error about `RMSE / sqrt(T)`; we require
+//!   `|mean| ≤ z · RMSE / sqrt(T)`. One sweep makes `K`
 //!   such checks (every checkpoint, every estimator), and at `z = 3` each would raise a false
 //!   alarm with probability 0.27 %: over `K = 200` checks one false alarm is expected. So `z`
 //!   is Bonferroni-corrected to keep the *sweep's* false-alarm rate at 0.27 %, the rate of a
-//!   single 3σ check: `z ≈ 4.0` for `K = 42`, `4.4` for `K = 200`.
+//!   single 3σ check: `z ≈ 4.0` for `K = 42`, `4.4` for `K = 200`. (The RMSE bound keeps the
+//!   plain 3σ that the foundation issue sets, which is the stricter of the two.) Checkpoints
+//!   where the sketch is exact are asserted exactly and left out of `K`.
 //! * **Sparse mode.** HyperLogLog's sparse count is exact except where two items' 32-bit
 //!   entries coincide (probability `2^-26 / 3` per pair); the count may fall short by at most
 //!   the number of such coincidences that a Poisson law with that mean exceeds with
@@ -78,12 +80,15 @@ struct Errors {
     label: String,
     n: u64,
     theory: f64,
+    /// A bias the estimator's docs state (0 for the unbiased ones): the check is that the
+    /// mean error is within it, plus the sampling allowance.
+    documented_bias: f64,
     errors: Vec<f64>,
 }
 
 impl Errors {
     fn new(label: String, n: u64, theory: f64) -> Self {
-        Self { label, n, theory, errors: Vec::new() }
+        Self { label, n, theory, documented_bias: 0.0, errors: Vec::new() }
     }
 
     fn push(&mut self, estimate: f64) {
@@ -96,9 +101,7 @@ impl Errors {
         let rmse = (self.errors.iter().map(|e| e * e).sum::<f64>() / t).sqrt();
         let limit = self.theory * (1.0 + SIGMAS / (2.0 * t).sqrt());
         assert!(rmse <= limit, "{} n={}: rmse {rmse:.5} > {limit:.5} (theory {:.5})", self.label, self.n, self.theory);
-        // At tiny n the error takes a handful of discrete values and the sample spread can
-        // be far below the theory's; the standard error of the mean uses the larger of the two.
-        let bias_limit = z * rmse.max(self.theory) / t.sqrt();
+        let bias_limit = self.documented_bias + z * rmse / t.sqrt();
         assert!(bias.abs() <= bias_limit, "{} n={}: bias {bias:.5} beyond {bias_limit:.5}", self.label, self.n);
     }
 }
@@ -123,6 +126,8 @@ fn hll_sweep(p: u8, trials: u64, n_max: u64) {
         points.iter().map(|&n| Errors::new(format!("hll p={p} one stream"), n, MARTINGALE / m.sqrt())).collect();
     let mut merged: Vec<Errors> =
         points.iter().map(|&n| Errors::new(format!("hll p={p} merged"), n, improved(m))).collect();
+    // Checkpoints where some trial was still in the exact sparse mode are checked exactly above.
+    let mut exact = vec![false; points.len()];
     for trial in 0..trials {
         let seed = 0xA11C_E000 + trial;
         let mut whole = HyperLogLog::with_seed(p, seed).unwrap();
@@ -141,37 +146,56 @@ fn hll_sweep(p: u8, trials: u64, n_max: u64) {
                     for est in [whole.estimate(), union.estimate()] {
                         assert!(est <= n as f64 && n - est as u64 <= max_sparse_collisions(n), "sparse n={n}: {est}");
                     }
+                    exact[next] = true;
                 }
                 single[next].push(whole.estimate());
                 merged[next].push(union.estimate());
                 next += 1;
+                if next == points.len() {
+                    break;
+                }
             }
         }
     }
     let register_from = if p < 8 { 4 * (1 << p) } else { 0 };
-    check_all(single.iter().chain(merged.iter().filter(|e| e.n >= register_from)));
+    let statistical = |e: &&Errors| points.iter().position(|&n| n == e.n).is_some_and(|k| !exact[k]);
+    check_all(
+        single.iter().filter(statistical).chain(merged.iter().filter(|e| e.n >= register_from).filter(statistical)),
+    );
 }
 
-/// Flajolet–Martin against its two regimes: linear counting (error
-/// `sqrt(m (e^t − t − 1)) / n`, `t = n/m`) from `m/8` to `2m`, and PCSA (`0.78 / sqrt(m)`)
-/// from `10m`. Below `m/8` linear counting errs only on rare bitmap collisions, so its error
-/// is far from normal and 200 trials cannot pin its RMSE; between `3m` and `10m` PCSA's own
-/// bias shows (documented, not asserted).
+/// Flajolet–Martin against its three documented regimes: linear counting (error
+/// `sqrt(m (e^t − t − 1)) / n`, `t = n/m`) from `m/8` to `2m`, PCSA at 1.25 × `0.78/√m`
+/// from `4m` to `10m`, and PCSA at `0.78/√m` from `10m`. Below `m/8` linear counting errs only
+/// on rare bitmap collisions, so its error is far from normal and 200 trials cannot pin its
+/// RMSE; around the switch at `3m` a trial may answer either way, so `2m..4m` is left out.
 fn fm_sweep(m: usize, trials: u64, n_max: u64) {
     let mf = m as f64;
     let points: Vec<u64> = checkpoints(n_max)
         .into_iter()
-        .filter(|&n| (mf / 8.0..=2.0 * mf).contains(&(n as f64)) || n as f64 >= 10.0 * mf)
+        .filter(|&n| (mf / 8.0..=2.0 * mf).contains(&(n as f64)) || n as f64 >= 4.0 * mf)
         .collect();
     let theory = |n: f64| {
         if n <= 2.0 * mf {
             let t = n / mf;
             (mf * (t.exp() - t - 1.0)).sqrt() / n
+        } else if n < 10.0 * mf {
+            1.25 * 0.78 / mf.sqrt()
         } else {
             0.78 / mf.sqrt()
         }
     };
-    let mut errs: Vec<Errors> = points.iter().map(|&n| Errors::new(format!("fm m={m}"), n, theory(n as f64))).collect();
+    let mut errs: Vec<Errors> = points
+        .iter()
+        .map(|&n| {
+            let mut e = Errors::new(format!("fm m={m}"), n, theory(n as f64));
+            // PCSA's documented mid-range bias (FlajoletMartin::estimate).
+            if (4.0 * mf..10.0 * mf).contains(&(n as f64)) {
+                e.documented_bias = 0.015;
+            }
+            e
+        })
+        .collect();
     for trial in 0..trials {
         let mut fm = FlajoletMartin::with_seed(m, 0xF1A7_0000 + trial).unwrap();
         let mut next = 0;
@@ -195,7 +219,9 @@ fn bonferroni_z_matches_the_normal_table() {
     assert!((bonferroni_z(1) - 3.0).abs() < 1e-3, "{}", bonferroni_z(1));
     assert!((bonferroni_z(42) - 4.00).abs() < 0.01, "{}", bonferroni_z(42));
     assert_eq!(max_sparse_collisions(1), 0);
-    assert!(max_sparse_collisions(49_152) > 6);
+    // Mean 6.0 at 49 152 items: Poisson(6) exceeds 26 with probability 3.0e-10, and 25 with
+    // 1.3e-9 (computed independently from the tail sum).
+    assert_eq!(max_sparse_collisions(49_152), 26);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! split of a stream, observed part by part and merged, gives the state of one pass over the
 //! whole), commutativity, associativity, the empty identity, idempotence, and
 //! serialize → deserialize → merge = in-memory merge. The generators reach every internal
-//! mode: HyperLogLog precisions from 4 (dense after 3 distinct items) to 10 with streams up to
+//! mode: HyperLogLog precisions from 4 (dense at the 4th distinct item) to 10 with streams up to
 //! 1500 items cross the sparse → dense switch in the middle of streams and of merges.
 
 use std::fmt::Debug;
@@ -175,14 +175,28 @@ proptest! {
         prop_assert_eq!(fine.reduce(target).unwrap(), coarse);
     }
 
-    /// While sparse, the sketch is exact: it agrees with a `HashSet`.
+    /// While sparse, the sketch is exact (it agrees with a `HashSet`) but for items whose 32-bit
+    /// entries coincide: with at most 150 items the number of such pairs is Poisson with mean
+    /// at most 150²/2 · 2^-26/3 ≈ 5.6e-5, so more than one happens once in 10^9 cases.
     #[test]
     fn hll_sparse_mode_is_exact(p in 10_u8..=18, items in prop::collection::vec(any::<u64>(), 0..150)) {
         let h = observed(&HyperLogLog::new(p).unwrap(), &items);
-        let exact = items.iter().collect::<std::collections::HashSet<_>>().len();
+        let exact = items.iter().collect::<std::collections::HashSet<_>>().len() as f64;
         prop_assert!(h.is_sparse());
-        prop_assert_eq!(h.estimate(), exact as f64);
-        prop_assert!(h.bounds(synopses::core::Confidence::ThreeSigma).contains(exact as f64));
+        prop_assert!(h.estimate() <= exact && exact - h.estimate() <= 1.0, "{} for {exact}", h.estimate());
+        prop_assert!(h.bounds(synopses::core::Confidence::ThreeSigma).contains(exact));
+    }
+
+    /// A merge of two non-empty sketches that leaves a dense sketch has no martingale (it would
+    /// describe neither stream), whichever modes the two were in.
+    #[test]
+    fn hll_merges_end_the_martingale(p in 4_u8..=10, a in items(), b in items()) {
+        let (a, b) = (observed(&HyperLogLog::new(p).unwrap(), &a), observed(&HyperLogLog::new(p).unwrap(), &b));
+        let empty = HyperLogLog::new(p).unwrap();
+        prop_assume!(a != empty && b != empty);
+        for m in [merged(&a, &b), merged(&b, &a)] {
+            prop_assert!(m.is_sparse() || m.martingale_estimate().is_none());
+        }
     }
 }
 

@@ -214,7 +214,8 @@ fn check_hll(bytes: &[u8]) -> Result<(), TestCaseError> {
     prop_assert!(estimate >= 0.0, "estimate {}", estimate);
     prop_assert!(hll.register_estimate() >= 0.0);
     prop_assert!(hll.relative_standard_error() >= 0.0);
-    let _ = hll.bounds(Confidence::TwoSigma);
+    let b = hll.bounds(Confidence::TwoSigma);
+    assert!(b.lower <= b.upper, "bounds {b:?} of a decoded sketch are no interval");
     let _ = format!("{hll:?}");
     let mut merged = hll.clone();
     merged.merge(&hll).map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -244,7 +245,8 @@ fn check_fm(bytes: &[u8]) -> Result<(), TestCaseError> {
     prop_assert!(again == bytes, "an accepted encoding is not canonical");
     prop_assert!(fm.estimate() >= 0.0);
     prop_assert!(fm.relative_standard_error() >= 0.0);
-    let _ = fm.bounds(Confidence::TwoSigma);
+    let b = fm.bounds(Confidence::TwoSigma);
+    assert!(b.lower <= b.upper, "bounds {b:?} of a decoded sketch are no interval");
     let _ = format!("{fm:?}");
     let mut merged = fm.clone();
     merged.merge(&fm).map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -592,14 +594,22 @@ fn a_sparse_sketch_with_a_martingale_is_an_invalid_field() -> TestResult {
 
 #[test]
 fn a_martingale_that_is_not_a_finite_count_is_an_invalid_field() -> TestResult {
-    let registers = vec![0u8; 1 << 10];
+    // Every register set: the martingale must be at least 1024 (and the sparse limit, 192).
+    let registers = vec![1u8; 1 << 10];
     let nan_with_payload = f64::from_bits(0x7FF0_0000_0000_0001);
     let negative_nan = -f64::NAN;
     for x in [f64::NAN, nan_with_payload, negative_nan, -1.0, -1e-300, f64::MIN, f64::INFINITY, f64::NEG_INFINITY] {
         let r = HyperLogLog::from_bytes(&hll_dense(10, 0, Some(x), &registers));
         assert!(is_invalid_field(&r, "martingale"), "martingale {x}: {r:?}");
     }
-    for x in [0.0, 1.0, 123.5, 1e300, f64::MAX] {
+    for x in [0.0, 1.0, 191.0, 1023.5] {
+        let r = HyperLogLog::from_bytes(&hll_dense(10, 0, Some(x), &registers));
+        assert!(is_invalid_field(&r, "martingale"), "martingale {x} below the registers set: {r:?}");
+    }
+    // A dense encoding with no register set is no state a sketch can reach.
+    let r = HyperLogLog::from_bytes(&hll_dense(10, 0, None, &vec![0u8; 1 << 10]));
+    assert!(is_invalid_field(&r, "registers"), "all-zero dense registers: {r:?}");
+    for x in [1024.0, 1e300, f64::MAX] {
         let hll = HyperLogLog::from_bytes(&hll_dense(10, 0, Some(x), &registers))?;
         assert_eq!(hll.martingale_estimate(), Some(x));
         assert_eq!(hll.estimate(), x);
@@ -863,7 +873,7 @@ fn decode_errors_display_clearly() {
 
 /// A crafted martingale below the number of registers that are set (impossible for a real
 /// sketch: it starts at the exact count and grows by at least 1 per register change) is
-/// accepted, and then the bounds are not an interval.
+/// rejected; accepted, it would make the bounds no interval.
 #[test]
 fn a_martingale_below_the_set_registers_is_rejected() {
     let registers = vec![5u8; 1 << 10];

@@ -38,6 +38,14 @@ pub(crate) fn improved_rse(m: u32) -> f64 {
     }
 }
 
+/// `2^e` for `-1022 <= e <= 1023`, built from its bits: exact, and a constant-time
+/// alternative to `powi`, which is a library call when `e` is not a constant.
+#[inline]
+pub(crate) fn pow2(e: i32) -> f64 {
+    debug_assert!((-1022..=1023).contains(&e));
+    f64::from_bits(((1023 + e) as u64) << 52)
+}
+
 /// Ertl's improved raw estimator ("New cardinality estimation algorithms for HyperLogLog
 /// sketches", 2017, algorithm 6), from three aggregates of the registers instead of the whole
 /// histogram:
@@ -53,14 +61,6 @@ pub(crate) fn improved_rse(m: u32) -> f64 {
 /// sum of `2^-r` over the registers serves as well as the histogram and is kept up to date in
 /// O(1) per register change. σ corrects the small range (where linear counting used to take
 /// over), τ the range where registers saturate; neither needs a bias table.
-/// `2^e` for `-1022 <= e <= 1023`, built from its bits: exact, and a constant-time
-/// alternative to `powi`, which is a library call when `e` is not a constant.
-#[inline]
-pub(crate) fn pow2(e: i32) -> f64 {
-    debug_assert!((-1022..=1023).contains(&e));
-    f64::from_bits(((1023 + e) as u64) << 52)
-}
-
 pub(crate) fn ertl_estimate(m: u32, q: u32, zeros: u32, saturated: u32, middle: f64) -> f64 {
     if zeros == m {
         return 0.0;

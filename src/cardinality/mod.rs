@@ -13,9 +13,9 @@
 //!
 //! Hash every item to 64 uniform bits. Duplicates hash alike, so the hashes of a stream with
 //! `n` distinct items are `n` independent uniform values, whatever the repetitions. Among `n`
-//! uniform values, about one in two starts with a `1`, one in four with `01`, one in `2^k`
-//! with `k − 1` zeros and a one. So if the longest run of leading zeros we saw is `k`, there
-//! were probably about `2^k` distinct items. One such observation is very noisy (it is off by
+//! uniform values, about one in two ends with a `1`, one in four with `10`, one in `2^k`
+//! with a one and `k − 1` zeros: a *rank* of `k`. So if the highest rank we saw is `k`,
+//! there were probably about `2^k` distinct items. One such observation is very noisy (it is off by
 //! a factor of two with good probability); the algorithms below differ in how they average
 //! many of them.
 //!
@@ -79,7 +79,7 @@
 //!
 //! | precision p | registers m | dense bytes | error, one stream (`0.83/√m`) | error, merged (`1.04/√m`) |
 //! |---|---|---|---|---|
-//! | 4 | 16 | 16 | 20.8 % | 26.0 % |
+//! | 4 | 16 | 16 | 20.8 % | 27.7 % |
 //! | 10 | 1 024 | 1 KiB | 2.60 % | 3.25 % |
 //! | 12 | 4 096 | 4 KiB | 1.30 % | 1.62 % |
 //! | 14 | 16 384 | 16 KiB | 0.65 % | 0.81 % |

@@ -72,11 +72,13 @@ pub struct Bounds {
 }
 
 impl Bounds {
-    /// The interval `estimate · (1 ± z · relative_std_error)`, with the lower end clamped
-    /// at `floor` (a count the structure knows for certain, or zero).
+    /// The interval `estimate · (1 ± z · relative_std_error)`, with the lower end raised to
+    /// `floor` (a count the structure knows for certain, or zero) and the upper end never below
+    /// the lower.
     pub(crate) fn relative(estimate: f64, relative_std_error: f64, confidence: Confidence, floor: f64) -> Self {
         let half = estimate * confidence.z() * relative_std_error;
-        Self { lower: (estimate - half).max(floor), upper: estimate + half }
+        let lower = (estimate - half).max(floor);
+        Self { lower, upper: (estimate + half).max(lower) }
     }
 
     /// Whether `value` lies in the closed interval.

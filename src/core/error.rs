@@ -166,7 +166,8 @@ impl std::error::Error for MergeError {}
 pub enum DecodeError {
     /// The input ended before the structure did.
     Truncated {
-        /// Bytes the decoder needed at the point it stopped.
+        /// Bytes the decoder needed at the point it stopped (for the envelope, the whole
+        /// minimum length; for a field, that field's length).
         needed: usize,
         /// Bytes that were left.
         available: usize,
@@ -199,7 +200,7 @@ impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Truncated { needed, available } => {
-                write!(f, "truncated input: needed {needed} more bytes, {available} available")
+                write!(f, "truncated input: needed {needed} bytes, {available} available")
             }
             Self::BadMagic => f.write_str("not a synopses encoding (bad magic bytes)"),
             Self::UnsupportedVersion(v) => write!(f, "unsupported format version {v}"),

@@ -35,7 +35,7 @@ pub trait Operator<T> {
     /// for word in ["to", "be", "or", "not", "to", "be"] {
     ///     Operator::observe(&mut fm, word);
     /// }
-    /// assert!(fm.bitmap(0).is_some());
+    /// assert_ne!(fm, FlajoletMartin::new(64)?);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     fn observe(&mut self, item: T);
@@ -158,9 +158,9 @@ pub trait OperatorExt<T>: Operator<T> {
     ///
     /// For the deterministic synopses (all cardinality sketches) the state is identical to
     /// observing the items sequentially, whatever the number of threads, and so is every
-    /// answer computed from the state. What the parts merged away is their history: a
-    /// HyperLogLog observed in parallel answers with its register estimator, not the
-    /// single-stream martingale. Needs the `rayon` feature.
+    /// answer computed from the state. What merging the parts drops is their history: a
+    /// HyperLogLog observed in more than one part answers with its register estimator, not
+    /// the single-stream martingale. Needs the `rayon` feature.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
