@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
-use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, Operator};
+use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 
 /// Flajolet and Martin's correction constant φ ≈ 0.77351.
@@ -384,22 +384,7 @@ impl fmt::Debug for FlajoletMartin {
     }
 }
 
-impl<T: Hashable> Operator<T> for FlajoletMartin {
-    #[inline]
-    fn observe(&mut self, item: T) {
-        FlajoletMartin::observe(self, item);
-    }
-
-    fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
-        FlajoletMartin::observe_all(self, items);
-    }
-}
-
-impl<T: Hashable> Extend<T> for FlajoletMartin {
-    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
-        self.observe_all(iter);
-    }
-}
+hashed_operator!(FlajoletMartin);
 
 impl Mergeable for FlajoletMartin {
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {

@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::estimators::{HIP_RSE, ertl_estimate, improved_rse, pow2};
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
-use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, Operator};
+use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 
 /// The smallest supported precision (16 registers).
@@ -710,22 +710,7 @@ impl fmt::Debug for HyperLogLog {
     }
 }
 
-impl<T: Hashable> Operator<T> for HyperLogLog {
-    #[inline]
-    fn observe(&mut self, item: T) {
-        HyperLogLog::observe(self, item);
-    }
-
-    fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
-        HyperLogLog::observe_all(self, items);
-    }
-}
-
-impl<T: Hashable> Extend<T> for HyperLogLog {
-    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
-        self.observe_all(iter);
-    }
-}
+hashed_operator!(HyperLogLog);
 
 impl Mergeable for HyperLogLog {
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {

@@ -11,4 +11,5 @@ mod traits;
 
 pub use bounds::{Bounds, Confidence};
 pub use error::{ConfigError, DecodeError, Error, MergeError};
+pub(crate) use traits::hashed_operator;
 pub use traits::{Mergeable, Operator, OperatorExt};

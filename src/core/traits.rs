@@ -203,3 +203,28 @@ pub trait OperatorExt<T>: Operator<T> {
 }
 
 impl<T, O: Operator<T> + ?Sized> OperatorExt<T> for O {}
+
+/// Implements [`Operator`] for every [`Hashable`](crate::hash::Hashable) item type, and
+/// `Extend`, for a type with inherent `observe` and `observe_all` methods generic over
+/// `Hashable` items: the shape of every hashing synopsis.
+macro_rules! hashed_operator {
+    ($ty:ty) => {
+        impl<T: $crate::hash::Hashable> $crate::core::Operator<T> for $ty {
+            #[inline]
+            fn observe(&mut self, item: T) {
+                <$ty>::observe(self, item);
+            }
+
+            fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
+                <$ty>::observe_all(self, items);
+            }
+        }
+
+        impl<T: $crate::hash::Hashable> Extend<T> for $ty {
+            fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+                <$ty>::observe_all(self, iter);
+            }
+        }
+    };
+}
+pub(crate) use hashed_operator;
