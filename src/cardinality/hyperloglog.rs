@@ -265,29 +265,16 @@ impl HyperLogLog {
             }
             // One more distinct entry than the sparse form holds: turn dense. In a stream, the
             // exact count so far starts the martingale estimator, which then goes on as usual.
-            let count = sparse.len as f64;
-            let dense = self.densify();
+            let mut dense = Dense::new(p);
+            dense.absorb_entries(sparse.entries(), p);
             if observed {
-                dense.agg.martingale = Some(count);
+                dense.agg.martingale = Some(sparse.len as f64);
             }
+            self.repr = Repr::Dense(dense);
         }
         if let Repr::Dense(dense) = &mut self.repr {
             let (index, rank) = entry_register(entry, p);
             if observed { dense.update(index, rank, p) } else { dense.set_max(index, rank, p) }
-        }
-    }
-
-    /// Turns a sparse sketch dense (without a martingale) and returns the dense form.
-    fn densify(&mut self) -> &mut Dense {
-        let p = self.precision;
-        if let Repr::Sparse(sparse) = &self.repr {
-            let mut dense = Dense::new(p);
-            dense.absorb_entries(sparse.entries(), p);
-            self.repr = Repr::Dense(dense);
-        }
-        match &mut self.repr {
-            Repr::Dense(dense) => dense,
-            Repr::Sparse(_) => unreachable!("the sparse form was just replaced"),
         }
     }
 
