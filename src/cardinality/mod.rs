@@ -165,6 +165,7 @@
 mod estimators;
 mod flajolet_martin;
 mod hyperloglog;
+mod register_sums;
 
 pub use flajolet_martin::FlajoletMartin;
 pub use hyperloglog::{HyperLogLog, MAX_PRECISION, MIN_PRECISION};

@@ -1,0 +1,167 @@
+//! Exact aggregates of a whole register array, for merges and decoding: the number of zero
+//! registers, of saturated ones, and `Σ 2^(64 − r)` over the others (the estimators' three
+//! inputs, see `estimators.rs`).
+//!
+//! A merge is a byte-wise maximum (about 0.3 µs at 16 Ki registers), after which the
+//! aggregates must be recounted. A scalar histogram takes about 3.5 µs there; on x86-64 CPUs
+//! with AVX2 the vector path below takes about 0.8 µs, which is what brings a merge at
+//! precision 14 under 2 µs. Both give the same exact integers; the tests compare them.
+
+/// `(zeros, saturated, Σ 2^(64 − r) over registers r < saturated_rank)` of `registers`,
+/// every register being at most 63.
+pub(crate) fn register_sums(registers: &[u8], saturated_rank: u8) -> (u32, u32, u128) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: `avx2::register_sums` only requires the CPU to support AVX2, which was just
+        // checked at run time; everything inside it is safe code.
+        #[allow(unsafe_code)]
+        return unsafe { avx2::register_sums(registers, saturated_rank) };
+    }
+    scalar(registers, saturated_rank)
+}
+
+/// The portable path: eight interleaved histograms (registers often repeat a value, and one
+/// histogram would make each increment wait for the previous one's store; at 16 Ki registers
+/// of a real sketch 1, 4, 8 and 16 histograms measured about 7.7, 4.1, 3.5 and 4.3 µs).
+fn scalar(registers: &[u8], saturated_rank: u8) -> (u32, u32, u128) {
+    let mut histograms = [[0u32; 64]; 8];
+    let mut chunks = registers.chunks_exact(8);
+    for chunk in &mut chunks {
+        for (h, &r) in histograms.iter_mut().zip(chunk) {
+            h[usize::from(r & 63)] += 1;
+        }
+    }
+    for &r in chunks.remainder() {
+        histograms[0][usize::from(r & 63)] += 1;
+    }
+    let count = |r: usize| histograms.iter().map(|h| h[r]).sum::<u32>();
+    let saturated = usize::from(saturated_rank);
+    let inverse_sum = (0..saturated).map(|r| u128::from(count(r)) << (64 - r)).sum();
+    (count(0), count(saturated), inverse_sum)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    //! Write each register as `r = 8a + b`. Then `2^(64 − r) = 2^(57 − 8a) · 2^(7 − b)`, and
+    //! `2^(7 − b)` is a byte (1 to 128) that one shuffle looks up for 32 registers at once.
+    //! For each "band" `a` present, the weights of the registers in that band are masked and
+    //! summed by `vpsadbw` into 64-bit lanes, exactly; the bands are then shifted into place.
+    //!
+    //! ```text
+    //!   r      = 0b_aaa_bbb          (r <= 63)
+    //!   weight = 128 >> bbb          (vpshufb on a 16-entry table)
+    //!   band a : sum of weights where r >> 3 == a   (vpcmpeqb, vpand, vpsadbw)
+    //!   Σ 2^(64 − r) = Σ_a band_a << (57 − 8a)
+    //! ```
+
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn register_sums(registers: &[u8], saturated_rank: u8) -> (u32, u32, u128) {
+        // Only the bands up to the highest register need a pass: usually 3 or 4 of 8.
+        let highest = registers.iter().copied().max().unwrap_or(0) & 63;
+        let (mut inverse_sum, zeros, saturated) = match highest >> 3 {
+            0 => sums::<1>(registers, saturated_rank),
+            1 => sums::<2>(registers, saturated_rank),
+            2 => sums::<3>(registers, saturated_rank),
+            3 => sums::<4>(registers, saturated_rank),
+            4 => sums::<5>(registers, saturated_rank),
+            5 => sums::<6>(registers, saturated_rank),
+            6 => sums::<7>(registers, saturated_rank),
+            _ => sums::<8>(registers, saturated_rank),
+        };
+        let (mut zeros, mut saturated) = (zeros as u32, saturated as u32);
+        // The registers after the last whole vector (all of them below 32 registers).
+        for &r in registers.chunks_exact(32).remainder() {
+            inverse_sum += 1u128 << (64 - u32::from(r & 63));
+            zeros += u32::from(r == 0);
+            saturated += u32::from(r == saturated_rank);
+        }
+        // Saturated registers were counted in the sum like the others; they do not belong.
+        inverse_sum -= u128::from(saturated) << (64 - u32::from(saturated_rank));
+        (zeros, saturated, inverse_sum)
+    }
+
+    /// `Σ 2^(64 − r)` from `B` bands, the zero count and the saturated count, over the whole
+    /// vectors.
+    #[target_feature(enable = "avx2")]
+    fn sums<const B: usize>(registers: &[u8], saturated_rank: u8) -> (u128, u64, u64) {
+        #[rustfmt::skip]
+        let weights = _mm256_setr_epi8(
+            -128, 64, 32, 16, 8, 4, 2, 1, -128, 64, 32, 16, 8, 4, 2, 1,
+            -128, 64, 32, 16, 8, 4, 2, 1, -128, 64, 32, 16, 8, 4, 2, 1,
+        );
+        let (seven, one, zero) = (_mm256_set1_epi8(7), _mm256_set1_epi8(1), _mm256_setzero_si256());
+        let saturated_v = _mm256_set1_epi8(saturated_rank as i8);
+        let mut bands = [zero; B];
+        let (mut zeros, mut saturated) = (zero, zero);
+        for chunk in registers.chunks_exact(32) {
+            // Four little-endian words: the compiler makes this one unaligned vector load.
+            let word = |k: usize| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&chunk[8 * k..8 * k + 8]);
+                i64::from_le_bytes(w)
+            };
+            let r = _mm256_setr_epi64x(word(0), word(1), word(2), word(3));
+            let weight = _mm256_shuffle_epi8(weights, _mm256_and_si256(r, seven));
+            // A 16-bit shift moves the high byte's low bits into the low byte's top bits; the
+            // mask keeps only each byte's own bits 3..5.
+            let band = _mm256_and_si256(_mm256_srli_epi16::<3>(r), seven);
+            for (a, sum) in bands.iter_mut().enumerate() {
+                let in_band = _mm256_cmpeq_epi8(band, _mm256_set1_epi8(a as i8));
+                *sum = _mm256_add_epi64(*sum, _mm256_sad_epu8(_mm256_and_si256(in_band, weight), zero));
+            }
+            let is_zero = _mm256_and_si256(_mm256_cmpeq_epi8(r, zero), one);
+            zeros = _mm256_add_epi64(zeros, _mm256_sad_epu8(is_zero, zero));
+            let is_saturated = _mm256_and_si256(_mm256_cmpeq_epi8(r, saturated_v), one);
+            saturated = _mm256_add_epi64(saturated, _mm256_sad_epu8(is_saturated, zero));
+        }
+        let inverse_sum = bands.iter().enumerate().map(|(a, &v)| u128::from(lanes(v)) << (57 - 8 * a)).sum();
+        (inverse_sum, lanes(zeros), lanes(saturated))
+    }
+
+    /// The sum of the four 64-bit lanes.
+    #[target_feature(enable = "avx2")]
+    fn lanes(v: __m256i) -> u64 {
+        let parts = [
+            _mm256_extract_epi64::<0>(v),
+            _mm256_extract_epi64::<1>(v),
+            _mm256_extract_epi64::<2>(v),
+            _mm256_extract_epi64::<3>(v),
+        ];
+        parts.iter().map(|&x| x as u64).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn splitmix(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// The dispatching path (AVX2 where the CPU has it) agrees with the scalar one, for every
+    /// precision, register spreads that reach every band count, and saturated registers.
+    #[test]
+    fn every_path_gives_the_same_sums() {
+        let mut state = 7;
+        for p in 4..=18_u32 {
+            let m = 1usize << p;
+            let saturated_rank = (65 - p) as u8;
+            for spread in [1_u64, 2, 8, 16, 24, 40, 62] {
+                let registers: Vec<u8> =
+                    (0..m).map(|_| (splitmix(&mut state) % spread).min(u64::from(saturated_rank)) as u8).collect();
+                assert_eq!(
+                    register_sums(&registers, saturated_rank),
+                    scalar(&registers, saturated_rank),
+                    "p {p} spread {spread}"
+                );
+            }
+        }
+    }
+}
