@@ -1,0 +1,387 @@
+//! Frequency sketches: the `synopses` Count-Min sketch against peer crates.
+//!
+//! Run with `cargo bench --all-features --bench frequency`. Every benchmark id reads
+//! `family/operation/config/implementation`, e.g. `countmin/update/4096x5/synopses`: a
+//! Count-Min sketch of width 4096 (counters per row) and depth 5 (rows) everywhere.
+//!
+//! Data: `N` = 1M `u64` items drawn from a Zipf(1.0) distribution over `KEYS` = 100k distinct
+//! keys (inverse CDF over precomputed cumulative weights, binary search, uniforms from a seeded
+//! splitmix64), so a few keys are hot and most are rare, as in real frequency workloads.
+//!
+//! Timing model:
+//! - `update`: one iteration inserts all `N` items (count 1 each) into a fresh sketch. The empty
+//!   sketch is made by `iter_batched`'s setup (`BatchSize::LargeInput`), outside the timing; the
+//!   filled sketch is returned and dropped outside the timing too. Throughput is `N` elements,
+//!   so time / `N` is ns per item.
+//! - `query`: one iteration asks for the point estimate of each of the `KEYS` keys (once each,
+//!   in rank order) on a sketch that has seen all `N` items. Throughput is `KEYS` elements.
+//! - `merge`: merge a sketch of the second 500k items into a clone (made in setup, untimed) of a
+//!   sketch of the first 500k items.
+//!
+//! Peers, each used the way its documentation shows (so each with its own hasher):
+//! - `datasketches` 0.6 `countmin::CountMinSketch<u64>` (feature `countmin`), `new(5, 4096)`:
+//!   standard update, one MurmurHash3 x64/128 per row (per-row seeds derived from 9001) through
+//!   `std::hash::Hash`; `merge` adds the tables.
+//! - `pdatastructs` 0.7 `countminsketch::CountMinSketch<u64, u64>`, `with_params(4096, 5)`:
+//!   standard update, two SipHash-1-3 hashes (`std`'s `DefaultHasher`, fixed keys) combined by
+//!   enhanced double hashing and `%`; `merge` collects a new table.
+//! - `probabilistic-collections` 0.7 `count_min_sketch::CountMinSketch<CountMinStrategy, u64>`,
+//!   `with_hashers(5, 4096, ..)`: standard update on `i64` counters, two SipHash-2-4 hashes
+//!   (`siphasher`) combined by double hashing and `%`. Its `new` seeds the two hashers from
+//!   the thread RNG; here they get fixed keys (same cost). No merge, no `Clone`.
+//! - `streaming_algorithms` 0.3 `CountMinSketch<u64, u64>`, `new(p, 2/4096, ())` with
+//!   `p = 1 - 2^-5.5` (its depth is `floor(-log2(1 - p))` = 5, its width the power of two
+//!   `round(2 / tolerance)` = 4096): *conservative* update (always, for integer counters),
+//!   `twox-hash` XXH64 (seed 0) streamed once per row; no merge of whole sketches. Compare it
+//!   with `synopses_conservative`.
+//! - `xxh3_floor`: no sketch, only `xxh3_64_with_seed` over the same bytes `synopses` hashes,
+//!   xor-folded into an accumulator: the cost of the hash alone.
+
+use std::hint::black_box;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+use datasketches::countmin::CountMinSketch as DsCountMin;
+use pdatastructs::countminsketch::CountMinSketch as PdCountMin;
+use probabilistic_collections::SipHasherBuilder;
+use probabilistic_collections::count_min_sketch::{CountMinSketch as PcCountMin, CountMinStrategy};
+use streaming_algorithms::CountMinSketch as SaCountMin;
+#[allow(unused_imports)]
+use synopses::core::{Mergeable as _, Operator as _, OperatorExt as _};
+use synopses::frequency::{CountMin, Update};
+use synopses::hash::DEFAULT_SEED;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+/// Items per update iteration, and items seen by the sketches of `query`.
+const N: usize = 1_000_000;
+/// Distinct keys the items are drawn from; `query` asks for each of them once.
+const KEYS: usize = 100_000;
+/// Exponent of the Zipf distribution of the items over the keys.
+const ZIPF_S: f64 = 1.0;
+/// Seed of the data generator (not of any sketch).
+const DATA_SEED: u64 = 0x0123_4567_89AB_CDEF;
+/// Seed of the key values (rank -> key).
+const KEY_SEED: u64 = 0xFEDC_BA98_7654_3210;
+/// The configuration of every sketch: width x depth.
+const CFG: &str = "4096x5";
+
+/// splitmix64: a bijection of its counter, so successive outputs are distinct.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Zipf(s) over ranks `0..n` (rank `r` has weight `1 / (r + 1)^s`), sampled by inverse CDF.
+struct Zipf {
+    /// `cdf[r]` = total weight of ranks `0..=r`.
+    cdf: Vec<f64>,
+}
+
+impl Zipf {
+    fn new(n: usize, s: f64) -> Self {
+        let mut total = 0.0;
+        let cdf = (1..=n)
+            .map(|k| {
+                total += (k as f64).powf(-s);
+                total
+            })
+            .collect();
+        Zipf { cdf }
+    }
+
+    fn sample(&self, state: &mut u64) -> usize {
+        let total = *self.cdf.last().expect("n > 0");
+        // A uniform in [0, total): 53 random bits scaled.
+        let u = (splitmix64(state) >> 11) as f64 * (1.0 / (1u64 << 53) as f64) * total;
+        // The first rank whose cumulative weight exceeds `u`.
+        self.cdf.partition_point(|&c| c <= u).min(self.cdf.len() - 1)
+    }
+}
+
+struct Data {
+    /// The stream: `N` keys drawn by Zipf rank.
+    items: Vec<u64>,
+    /// The key of each rank (distinct, spread over `u64`); `query` asks for these.
+    keys: Vec<u64>,
+    /// The true count of each rank's key in `items`.
+    truth: Vec<u64>,
+}
+
+fn data() -> &'static Data {
+    static DATA: OnceLock<Data> = OnceLock::new();
+    DATA.get_or_init(|| {
+        let mut key_state = KEY_SEED;
+        let keys: Vec<u64> = (0..KEYS).map(|_| splitmix64(&mut key_state)).collect();
+        let zipf = Zipf::new(KEYS, ZIPF_S);
+        let mut state = DATA_SEED;
+        let mut truth = vec![0u64; KEYS];
+        let items = (0..N)
+            .map(|_| {
+                let r = zipf.sample(&mut state);
+                truth[r] += 1;
+                keys[r]
+            })
+            .collect();
+        Data { items, keys, truth }
+    })
+}
+
+fn big_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    g
+}
+
+fn small_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    g
+}
+
+fn id(name: &str) -> BenchmarkId {
+    BenchmarkId::new(CFG, name)
+}
+
+fn syn_standard() -> CountMin {
+    CountMin::new(4096, 5).expect("valid dimensions")
+}
+
+fn syn_conservative() -> CountMin {
+    CountMin::with_params(4096, 5, DEFAULT_SEED, Update::Conservative).expect("valid dimensions")
+}
+
+fn ds_cm() -> DsCountMin<u64> {
+    DsCountMin::<u64>::new(5, 4096).expect("valid dimensions")
+}
+
+fn pd_cm() -> PdCountMin<u64, u64> {
+    PdCountMin::<u64, u64>::with_params(4096, 5)
+}
+
+type PcCm = PcCountMin<CountMinStrategy, u64>;
+
+fn pc_cm() -> PcCm {
+    PcCm::with_hashers(5, 4096, [SipHasherBuilder::from_seed(1, 2), SipHasherBuilder::from_seed(3, 4)])
+}
+
+fn sa_cm() -> SaCountMin<u64, u64> {
+    // depth floor(-log2(1 - p)) = floor(5.5) = 5; width next_pow2(round(2 / (2 / 4096))) = 4096.
+    SaCountMin::<u64, u64>::new(1.0 - 2f64.powf(-5.5), 2.0 / 4096.0, ())
+}
+
+/// Times inserting every item of `items` into a fresh sketch from `make`.
+fn update_case<S>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    items: &[u64],
+    make: impl Fn() -> S,
+    push: impl Fn(&mut S, u64),
+) {
+    g.bench_function(id(name), |b| {
+        b.iter_batched(
+            &make,
+            |mut s| {
+                for &x in items {
+                    push(&mut s, x);
+                }
+                s
+            },
+            BatchSize::LargeInput,
+        );
+    });
+}
+
+/// Times the batch entry point (`observe_all`) of `synopses` on every item of `items`.
+fn observe_all_case(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, items: &[u64], make: impl Fn() -> CountMin) {
+    g.bench_function(id(name), |b| {
+        b.iter_batched(
+            &make,
+            |mut s| {
+                s.observe_all(items);
+                s
+            },
+            BatchSize::LargeInput,
+        );
+    });
+}
+
+fn bench_update(c: &mut Criterion) {
+    let items = &data().items[..];
+    let mut g = big_group(c, "countmin/update");
+    g.throughput(Throughput::Elements(items.len() as u64));
+    update_case(
+        &mut g,
+        "xxh3_floor",
+        items,
+        || 0u64,
+        |acc, x| {
+            *acc ^= xxh3_64_with_seed(&x.to_le_bytes(), DEFAULT_SEED);
+        },
+    );
+    update_case(&mut g, "synopses", items, syn_standard, |s, x| s.observe(x));
+    observe_all_case(&mut g, "synopses_observe_all", items, syn_standard);
+    update_case(&mut g, "synopses_conservative", items, syn_conservative, |s, x| s.observe(x));
+    observe_all_case(&mut g, "synopses_conservative_observe_all", items, syn_conservative);
+    update_case(&mut g, "datasketches", items, ds_cm, |s, x| s.update(x));
+    update_case(&mut g, "pdatastructs", items, pd_cm, |s, x| {
+        s.add(&x);
+    });
+    update_case(&mut g, "probabilistic_collections", items, pc_cm, |s, x| s.insert(&x, 1));
+    update_case(&mut g, "streaming_algorithms", items, sa_cm, |s, x| {
+        s.push(&x, &1u64);
+    });
+    g.finish();
+}
+
+/// Sketches of every implementation that saw all the items.
+struct Full {
+    standard: CountMin,
+    conservative: CountMin,
+    ds: DsCountMin<u64>,
+    pd: PdCountMin<u64, u64>,
+    pc: PcCm,
+    sa: SaCountMin<u64, u64>,
+}
+
+fn full(items: &[u64]) -> Full {
+    let mut f =
+        Full { standard: syn_standard(), conservative: syn_conservative(), ds: ds_cm(), pd: pd_cm(), pc: pc_cm(), sa: sa_cm() };
+    for &x in items {
+        f.standard.observe(x);
+        f.conservative.observe(x);
+        f.ds.update(x);
+        f.pd.add(&x);
+        f.pc.insert(&x, 1);
+        f.sa.push(&x, &1u64);
+    }
+    f
+}
+
+/// Prints the overestimate (estimate - truth) over all keys: mean, max, and how many keys are
+/// below the truth (must be 0 for a Count-Min sketch).
+fn report_error(name: &str, estimate: impl Fn(u64) -> i128) {
+    let d = data();
+    let (mut sum, mut max, mut under) = (0i128, 0i128, 0usize);
+    for (&k, &t) in d.keys.iter().zip(&d.truth) {
+        let e = estimate(k) - i128::from(t);
+        sum += e;
+        max = max.max(e);
+        under += usize::from(e < 0);
+    }
+    eprintln!(
+        "  {name:<28} mean overestimate {:>8.2}, max {:>6}, under truth {under}",
+        sum as f64 / KEYS as f64,
+        max
+    );
+}
+
+/// Times asking for the estimate of every key of `keys` on `s`.
+fn query_case<S>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, keys: &[u64], s: &S, est: impl Fn(&S, u64) -> u64) {
+    g.bench_function(id(name), |b| {
+        b.iter(|| {
+            let s = black_box(s);
+            let mut acc = 0u64;
+            for &k in keys {
+                acc = acc.wrapping_add(est(s, k));
+            }
+            acc
+        })
+    });
+}
+
+fn bench_query(c: &mut Criterion) {
+    let d = data();
+    let f = full(&d.items);
+    eprintln!(
+        "query inputs {CFG}: {N} items, Zipf({ZIPF_S}) over {KEYS} keys (top key {} times), error over all keys:",
+        d.truth[0]
+    );
+    report_error("synopses", |k| i128::from(f.standard.estimate(k)));
+    report_error("synopses_conservative", |k| i128::from(f.conservative.estimate(k)));
+    report_error("datasketches", |k| i128::from(f.ds.estimate(k)));
+    report_error("pdatastructs", |k| i128::from(f.pd.query_point(&k)));
+    report_error("probabilistic_collections", |k| i128::from(f.pc.count(&k)));
+    report_error("streaming_algorithms", |k| i128::from(f.sa.get(&k)));
+
+    let keys = &d.keys[..];
+    let mut g = small_group(c, "countmin/query");
+    g.throughput(Throughput::Elements(keys.len() as u64));
+    query_case(&mut g, "xxh3_floor", keys, &(), |_, k| xxh3_64_with_seed(&k.to_le_bytes(), DEFAULT_SEED));
+    query_case(&mut g, "synopses", keys, &f.standard, |s, k| s.estimate(k));
+    query_case(&mut g, "synopses_conservative", keys, &f.conservative, |s, k| s.estimate(k));
+    query_case(&mut g, "datasketches", keys, &f.ds, |s, k| s.estimate(k));
+    query_case(&mut g, "pdatastructs", keys, &f.pd, |s, k| s.query_point(&k));
+    query_case(&mut g, "probabilistic_collections", keys, &f.pc, |s, k| s.count(&k) as u64);
+    query_case(&mut g, "streaming_algorithms", keys, &f.sa, |s, k| s.get(&k));
+    g.finish();
+}
+
+/// Times merging `right` into a clone of `left`; the clone is made in the untimed setup.
+fn merge_case<S: Clone>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    left: &S,
+    right: &S,
+    merge: impl Fn(&mut S, &S),
+) {
+    g.bench_function(id(name), |b| {
+        b.iter_batched(
+            || left.clone(),
+            |mut t| {
+                merge(&mut t, black_box(right));
+                t
+            },
+            BatchSize::LargeInput,
+        );
+    });
+}
+
+/// Fills a sketch from `make` with `items` through `push`.
+fn build<S>(items: &[u64], make: impl Fn() -> S, push: impl Fn(&mut S, u64)) -> S {
+    let mut s = make();
+    items.iter().for_each(|&x| push(&mut s, x));
+    s
+}
+
+fn bench_merge(c: &mut Criterion) {
+    let (l, r) = data().items.split_at(N / 2);
+    let mut g = small_group(c, "countmin/merge");
+
+    for (name, make) in [
+        ("synopses", syn_standard as fn() -> CountMin),
+        ("synopses_conservative", syn_conservative as fn() -> CountMin),
+    ] {
+        let left = build(l, make, |s, x| s.observe(x));
+        let right = build(r, make, |s, x| s.observe(x));
+        // A sketch kind that refuses to merge is reported and skipped, not timed.
+        if let Err(e) = left.clone().merge(&right) {
+            eprintln!("countmin/merge/{CFG}/{name}: skipped, merge refused: {e:?}");
+            continue;
+        }
+        merge_case(&mut g, name, &left, &right, |t, o| t.merge(o).expect("same config"));
+    }
+
+    let left = build(l, ds_cm, |s, x| s.update(x));
+    let right = build(r, ds_cm, |s, x| s.update(x));
+    merge_case(&mut g, "datasketches", &left, &right, |t, o| t.merge(o).expect("same config"));
+
+    let left = build(l, pd_cm, |s, x| {
+        s.add(&x);
+    });
+    let right = build(r, pd_cm, |s, x| {
+        s.add(&x);
+    });
+    merge_case(&mut g, "pdatastructs", &left, &right, |t, o| t.merge(o));
+
+    // probabilistic-collections and streaming_algorithms have no whole-sketch merge.
+    g.finish();
+}
+
+criterion_group!(benches, bench_update, bench_query, bench_merge);
+criterion_main!(benches);

@@ -1,0 +1,88 @@
+//! Frequency: how often has each item occurred?
+//!
+//! Counting every item exactly takes a counter per distinct item. A Count-Min sketch keeps a
+//! fixed grid of counters instead and answers any item's count with an error that is a small
+//! fraction of the stream's total, always erring upward.
+//!
+//! | type | memory | error | use it for |
+//! |---|---|---|---|
+//! | [`CountMin`] | `8 · width · depth` bytes | `≤ ε·N` with probability `1 − δ`, `ε = e/width`, `δ = e^-depth`; never an under-count | point counts, heavy items, join sizes |
+//!
+//! (Heavy hitters and the Bloom filters of the same issue are planned.)
+//!
+//! # The idea: hash into a few small counter arrays, take the minimum
+//!
+//! Keep `depth` rows of `width` counters, and one hash function per row. To count an item,
+//! add to the counter its hash picks in every row. Every counter an item maps to holds at
+//! least its own count, plus the counts of the other items that collided with it there; so
+//! each row over-estimates, and the least over-estimated row, the minimum, is the answer.
+//!
+//! ```text
+//!   observe("cat")           row 0:  . . . . [+1] . . . . . . .
+//!                            row 1:  . [+1] . . . . . . . . . .
+//!                            row 2:  . . . . . . . . . [+1] . .
+//!   estimate("cat") = min(row0[h0(cat)], row1[h1(cat)], row2[h2(cat)])
+//! ```
+//!
+//! The rows' hash functions come from one 64-bit hash per item by double hashing
+//! (`g_i = h1 + i·h2`, Kirsch and Mitzenmacher), so an update costs one hash, not `depth`.
+//!
+//! # The error bound
+//!
+//! In one row, the other items that land on our item's counter add, in expectation,
+//! `N/width` (N = total count). By Markov's inequality that excess exceeds `e·N/width` with
+//! probability at most `1/e`; the rows are independent, so all `depth` of them do with
+//! probability at most `e^-depth`. Hence, with `ε = e/width` and `δ = e^-depth`:
+//!
+//! ```text
+//!   f(x)  ≤  estimate(x)  ≤  f(x) + ε·N     with probability at least 1 − δ
+//! ```
+//!
+//! | width × depth | memory | ε | δ |
+//! |---|---|---|---|
+//! | 272 × 3 | 6.4 KiB | 1 % of N | 5 % |
+//! | 2 719 × 5 | 106 KiB | 0.1 % of N | 0.7 % |
+//! | 27 183 × 7 | 1.45 MiB | 0.01 % of N | 0.09 % |
+//!
+//! The bound is relative to the *total*, so it is tight for frequent items and meaningless
+//! for rare ones: an item seen 3 times in a stream of 10⁹ is estimated within ±10⁶ at 0.1 %.
+//!
+//! # Conservative update
+//!
+//! Estan and Varghese's *conservative update* raises each of the item's counters only to
+//! `estimate + count`, never beyond: a counter that is already higher (because of
+//! collisions) is left alone. Every counter still holds at least the true count of every item
+//! mapped to it, so estimates are still never below the truth, and each counter is at most
+//! what the standard update would hold, so the error is never larger; on skewed streams it is
+//! several times smaller. The price: counts can only be added (no deletions, no negative
+//! weights), an update reads before it writes, and a merge is no longer exact (below).
+//!
+//! # Merging
+//!
+//! With the standard update the sketch is *linear*: the counters of two streams add up to the
+//! counters of their union, so merging by counter sums is exact, whatever the split
+//! (`tests/laws.rs`). With the conservative update the sum of two sketches is a valid sketch
+//! of the union in the sense that matters, never below the truth and never above what a
+//! standard sketch would say, but it is not the conservative sketch of the union. Sketches
+//! merge only with the same width, depth, seed and update rule.
+//!
+//! # When not to use it
+//!
+//! * You need the counts of rare items: the error is a fraction of the whole stream.
+//! * Counts can go down (a turnstile stream): use the standard update and read with care,
+//!   or a Count sketch (median estimator) instead.
+//! * You want the top-k items themselves: Count-Min answers counts of items you name; a
+//!   heavy-hitters summary (planned) keeps the candidates.
+//!
+//! # References
+//!
+//! * G. Cormode, S. Muthukrishnan. *An improved data stream summary: the count-min sketch and
+//!   its applications.* Journal of Algorithms 55(1), 2005.
+//! * C. Estan, G. Varghese. *New directions in traffic measurement and accounting.* SIGCOMM
+//!   2002 (conservative update).
+//! * A. Kirsch, M. Mitzenmacher. *Less hashing, same performance: building a better Bloom
+//!   filter.* ESA 2006 (double hashing).
+
+mod count_min;
+
+pub use count_min::{CountMin, Update};
