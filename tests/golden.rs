@@ -21,6 +21,7 @@ use std::sync::Once;
 
 use synopses::DecodeError;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::frequency::{CountMin, Update};
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_bytes};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -148,6 +149,7 @@ fn hashes_agree_with_reference_xxh3() {
 enum Sketch {
     Hll(HyperLogLog),
     Fm(FlajoletMartin),
+    Cm(CountMin),
 }
 
 impl Sketch {
@@ -155,6 +157,7 @@ impl Sketch {
         match self {
             Self::Hll(s) => s.to_bytes(),
             Self::Fm(s) => s.to_bytes(),
+            Self::Cm(s) => s.to_bytes(),
         }
     }
 
@@ -162,6 +165,8 @@ impl Sketch {
         match self {
             Self::Hll(s) => s.estimate(),
             Self::Fm(s) => s.estimate(),
+            // The count of one fixed item, as an f64 like the others.
+            Self::Cm(s) => s.estimate(7_u64) as f64,
         }
     }
 
@@ -170,6 +175,7 @@ impl Sketch {
         match self {
             Self::Hll(_) => HyperLogLog::from_bytes(bytes).map(Self::Hll),
             Self::Fm(_) => FlajoletMartin::from_bytes(bytes).map(Self::Fm),
+            Self::Cm(_) => CountMin::from_bytes(bytes).map(Self::Cm),
         }
     }
 }
@@ -213,6 +219,13 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
     let fm256 = fm(256, DEFAULT_SEED, 0..100_000)?;
     let fm16 = fm(16, 99, 0..20)?;
 
+    // Count-Min of both rules over a skewed stream: key k occurs 1000 / (k + 1) times.
+    let skewed = || (0..1000_u64).flat_map(|k| std::iter::repeat_n(k, (1000 / (k + 1)) as usize));
+    let mut cm = CountMin::with_params(64, 3, DEFAULT_SEED, Update::Standard)?;
+    cm.observe_all(skewed());
+    let mut cu = CountMin::with_params(64, 3, 5, Update::Conservative)?;
+    cu.observe_all(skewed());
+
     Ok(vec![
         ("hll_p12_empty.bin", Sketch::Hll(empty)),
         ("hll_p12_sparse.bin", Sketch::Hll(sparse)),
@@ -222,6 +235,8 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
         ("hll_p4_dense.bin", Sketch::Hll(p4)),
         ("fm_256.bin", Sketch::Fm(fm256)),
         ("fm_16_seed99.bin", Sketch::Fm(fm16)),
+        ("cm_64x3.bin", Sketch::Cm(cm)),
+        ("cu_64x3_seed5.bin", Sketch::Cm(cu)),
     ])
 }
 
@@ -306,6 +321,7 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
         let family = match &sketch {
             Sketch::Hll(_) => 2,
             Sketch::Fm(_) => 1,
+            Sketch::Cm(_) => 3,
         };
         assert_eq!(stored[3], family, "{name}: family code");
         let body = stored.len() - 12;
@@ -315,6 +331,7 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
                 10 + 8 * usize::from(h.martingale_estimate().is_some()) + (1usize << h.precision()) / 4 * 3
             }
             Sketch::Fm(f) => 9 + 4 * f.bitmaps(),
+            Sketch::Cm(c) => 22 + 8 * c.width() as usize * c.depth() as usize,
         };
         assert_eq!(body, expected, "{name}: body length");
         let (content, sum) = stored.split_at(stored.len() - 8);
@@ -358,6 +375,8 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("hll_p4_dense.bin", 0x409218DD1D199184),                       // 1158.2159313197199
     ("fm_256.bin", 0x40FBB5FD1AE2AFB6),                             // 113503.81906384122
     ("fm_16_seed99.bin", 0x40357AE8506BED20),                       // 21.480107332562625
+    ("cm_64x3.bin", 0x4062400000000000),                            // 146
+    ("cu_64x3_seed5.bin", 0x405F400000000000),                      // 125
     ("hll p12 0..100k register_estimate", 0x40F8C5934BA36353),      // 101465.2059663658
     ("hll p12 0..100k reduce(8)", 0x40F8BC1E909F04AC),              // 101313.91030790162
     ("hll p14 seed 7 0..1M estimate", 0x412E319560005665),          // 989386.6875025748
