@@ -26,6 +26,7 @@
 //! release mode (`cargo test --release --test accuracy -- --ignored`).
 
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::frequency::{CountMin, Update};
 
 /// Standard deviations for the RMSE check, as the foundation issue sets it.
 const SIGMAS: f64 = 3.0;
@@ -276,5 +277,87 @@ fn flajolet_martin_1000_trials() {
     // smallest size tested.)
     for m in [64, 256, 4096] {
         fm_sweep(m, 1000, 1_000_000);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Count-Min
+// ---------------------------------------------------------------------------------------------
+
+/// A fixed skewed stream: key `k` (0-based, of 2000) occurs `⌊2000 / (k + 1)⌋` times, a
+/// Zipf(1) profile, N = 16 955 in all.
+fn zipf_counts() -> Vec<(u64, u64)> {
+    (0..2000_u64).map(|k| (k, 2000 / (k + 1))).collect()
+}
+
+fn count_min_of(width: u32, depth: u32, seed: u64, counts: &[(u64, u64)]) -> CountMin {
+    let mut cm = CountMin::with_params(width, depth, seed, Update::Standard).unwrap();
+    counts.iter().for_each(|&(k, c)| cm.observe_weighted(k, c));
+    cm
+}
+
+/// With one row, the excess of an item's counter over its count is the sum of the counts of
+/// the other items that hash to its column: mean `(N − f)/w`, variance
+/// `(1/w)(1 − 1/w) Σ_{y≠x} f(y)²` for a uniform hash. Over independent seeds the mean excess
+/// must sit within z standard errors of that: a sharp test of the column hashing.
+#[test]
+fn count_min_row_excess_matches_its_expectation() {
+    let counts = zipf_counts();
+    let n: u64 = counts.iter().map(|&(_, c)| c).sum();
+    let trials = 2000_u64;
+    let queries = [(0_u64, "the heaviest key"), (50, "a mid key"), (1999, "a light key"), (5000, "an absent key")];
+    let z = bonferroni_z(queries.len() * 2);
+    for width in [16_u32, 64] {
+        let w = f64::from(width);
+        for &(key, what) in &queries {
+            let f = counts.iter().find(|&&(k, _)| k == key).map_or(0, |&(_, c)| c);
+            let others_sq: f64 = counts.iter().filter(|&&(k, _)| k != key).map(|&(_, c)| (c * c) as f64).sum();
+            let expected = (n - f) as f64 / w;
+            let sd = ((1.0 / w) * (1.0 - 1.0 / w) * others_sq).sqrt();
+            let mean = (0..trials)
+                .map(|t| (count_min_of(width, 1, 0xC0DE_0000 + t, &counts).estimate(key) - f) as f64)
+                .sum::<f64>()
+                / trials as f64;
+            let limit = z * sd / (trials as f64).sqrt();
+            assert!(
+                (mean - expected).abs() <= limit,
+                "width {width}, {what}: mean excess {mean:.2}, expected {expected:.2} ± {limit:.2}"
+            );
+        }
+    }
+}
+
+/// The Count-Min guarantee: the estimate exceeds the count by more than `ε·N` with
+/// probability at most `δ = e^-depth`. Over T seeds (one query each, so the events are
+/// independent), the measured rate must be at most `δ + 3·sqrt(δ(1 − δ)/T)`. Markov's bound
+/// is loose, so the rate is usually far below; the test catches rows that are not independent.
+#[test]
+fn count_min_error_rate_is_at_most_delta() {
+    let counts = zipf_counts();
+    let n: u64 = counts.iter().map(|&(_, c)| c).sum();
+    let trials = 1500_u64;
+    for depth in [1_u32, 2, 3] {
+        let width = 64_u32;
+        let cm0 = CountMin::with_params(width, depth, 0, Update::Standard).unwrap();
+        let (epsilon, delta) = (cm0.epsilon(), cm0.delta());
+        let mut exceed = 0_u64;
+        let mut exceed_cu = 0_u64;
+        for t in 0..trials {
+            let key = (t * 37) % 2000; // a different key each trial, light and heavy alike
+            let f = counts[key as usize].1;
+            let seed = 0xE44_0000 + t;
+            let cm = count_min_of(width, depth, seed, &counts);
+            let mut cu = CountMin::with_params(width, depth, seed, Update::Conservative).unwrap();
+            counts.iter().for_each(|&(k, c)| cu.observe_weighted(k, c));
+            let (e, e_cu) = (cm.estimate(key), cu.estimate(key));
+            assert!(f <= e_cu && e_cu <= e, "never under, conservative never above standard");
+            exceed += u64::from((e - f) as f64 > epsilon * n as f64);
+            exceed_cu += u64::from((e_cu - f) as f64 > epsilon * n as f64);
+        }
+        let limit = delta + 3.0 * (delta * (1.0 - delta) / trials as f64).sqrt();
+        for (rule, count) in [("standard", exceed), ("conservative", exceed_cu)] {
+            let rate = count as f64 / trials as f64;
+            assert!(rate <= limit, "depth {depth} {rule}: rate {rate:.4} > δ bound {limit:.4}");
+        }
     }
 }
