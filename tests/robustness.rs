@@ -22,6 +22,7 @@ use proptest::sample::Index;
 use synopses::DecodeError;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::core::Confidence;
+use synopses::frequency::{CountMin, Update};
 use synopses::hash::DEFAULT_SEED;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -30,6 +31,7 @@ type TestResult = Result<(), Box<dyn Error>>;
 /// Family codes of the format.
 const FM: u8 = 1;
 const HLL: u8 = 2;
+const CM: u8 = 3;
 /// Header (4 bytes) plus checksum trailer (8 bytes).
 const ENVELOPE_LEN: usize = 12;
 
@@ -1165,4 +1167,142 @@ mod serde_json_input {
             prop_assert_eq!(fm, FlajoletMartin::from_bytes(&bytes).ok());
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Count-Min
+// ---------------------------------------------------------------------------------------------
+
+/// A Count-Min body: width, depth, update byte, seed, total, counters.
+fn cm_body(width: u32, depth: u8, update: u8, seed: u64, total: u64, counters: &[u64]) -> Vec<u8> {
+    let mut body = width.to_le_bytes().to_vec();
+    body.extend_from_slice(&[depth, update]);
+    body.extend_from_slice(&seed.to_le_bytes());
+    body.extend_from_slice(&total.to_le_bytes());
+    counters.iter().for_each(|c| body.extend_from_slice(&c.to_le_bytes()));
+    body
+}
+
+/// Decoding never panics; whatever decodes re-encodes to the same bytes and answers queries.
+fn check_cm(bytes: &[u8]) -> Result<(), TestCaseError> {
+    if let Ok(cm) = CountMin::from_bytes(bytes) {
+        prop_assert_eq!(cm.to_bytes(), bytes.to_vec());
+        let _ = (cm.estimate(1_u64), cm.bounds("x"), cm.inner_product(&cm));
+        let mut twice = cm.clone();
+        prop_assert!(twice.merge(&cm).is_ok());
+    }
+    Ok(())
+}
+
+/// Real Count-Min encodings of both rules, small enough to mutate quickly.
+fn real_cm_encodings() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for (width, depth, update) in [(1, 1, Update::Standard), (7, 3, Update::Conservative), (64, 4, Update::Standard)] {
+        let mut cm = CountMin::with_params(width, depth, 11, update).expect("valid parameters");
+        out.push(cm.to_bytes());
+        (0..200_u64).for_each(|i| cm.observe_weighted(i % 13, i));
+        out.push(cm.to_bytes());
+    }
+    out
+}
+
+proptest! {
+    #[test]
+    fn cm_arbitrary_bytes_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..600),
+        body in proptest::collection::vec(any::<u8>(), 0..600),
+        width in 0_u32..20, depth in 0_u8..5, update in 0_u8..3, total in 0_u64..50,
+        counters in proptest::collection::vec(0_u64..50, 0..60),
+    ) {
+        check_cm(&bytes)?;
+        check_cm(&envelope(CM, &body))?;
+        check_cm(&envelope(CM, &cm_body(width, depth, update, 0, total, &counters)))?;
+    }
+
+    #[test]
+    fn cm_every_change_to_a_real_encoding_is_rejected(which in any::<Index>(), mutation in mutation_strategy()) {
+        let encodings = real_cm_encodings();
+        let original = &encodings[which.index(encodings.len())];
+        let mutated = mutation.apply(original);
+        if mutated != *original {
+            prop_assert_eq!(CountMin::from_bytes(&mutated), Err(expected_envelope_error(&mutated, CM)));
+        }
+    }
+}
+
+#[test]
+fn cm_crafted_invalid_fields_are_rejected() -> TestResult {
+    let valid = envelope(CM, &cm_body(2, 1, 0, 0, 3, &[1, 2]));
+    assert_eq!(CountMin::from_bytes(&valid)?.total(), 3, "the control decodes");
+    for (what, body, field) in [
+        ("width 0", cm_body(0, 1, 0, 0, 0, &[]), "width and depth"),
+        ("depth 0", cm_body(2, 0, 0, 0, 0, &[]), "width and depth"),
+        ("depth 33", cm_body(2, 33, 0, 0, 0, &[0; 66]), "width and depth"),
+        ("2^28 counters", cm_body(1 << 23, 32, 0, 0, 0, &[]), "width and depth"),
+        ("update 2", cm_body(2, 1, 2, 0, 3, &[1, 2]), "update"),
+        ("standard row sum below the total", cm_body(2, 1, 0, 0, 4, &[1, 2]), "counters"),
+        ("standard row sum above the total", cm_body(2, 1, 0, 0, 2, &[1, 2]), "counters"),
+        ("conservative counter above the total", cm_body(2, 1, 1, 0, 2, &[0, 3]), "counters"),
+        ("conservative row above the total", cm_body(2, 1, 1, 0, 3, &[2, 2]), "counters"),
+    ] {
+        let r = CountMin::from_bytes(&envelope(CM, &body));
+        assert!(is_invalid_field(&r, field), "{what}: {r:?}");
+    }
+    let truncated = CountMin::from_bytes(&envelope(CM, &cm_body(2, 2, 0, 0, 3, &[1, 2, 3])));
+    assert!(matches!(truncated, Err(DecodeError::Truncated { .. })), "{truncated:?}");
+    let trailing = CountMin::from_bytes(&envelope(CM, &cm_body(1, 1, 0, 0, 3, &[3, 0])));
+    assert_eq!(trailing, Err(DecodeError::TrailingBytes(8)));
+    Ok(())
+}
+
+#[test]
+fn cm_decoding_allocates_in_proportion_to_its_input() {
+    // 34 bytes of body claiming 2^27 counters (1 GiB).
+    let bytes = envelope(CM, &cm_body(1 << 22, 32, 0, 0, 0, &[]));
+    let (r, largest, _) = measured(|| CountMin::from_bytes(&bytes));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+}
+
+#[test]
+fn cm_invalid_parameters_are_config_errors() {
+    for (width, depth, parameter) in [(0, 1, "width"), (1, 0, "depth"), (1, 33, "depth"), (1 << 23, 32, "width")] {
+        let err = CountMin::new(width, depth).expect_err("invalid size");
+        assert_eq!(err.parameter(), parameter, "{width} × {depth}");
+    }
+    for (epsilon, delta, parameter) in [
+        (f64::NAN, 0.1, "epsilon"),
+        (0.0, 0.1, "epsilon"),
+        (-0.1, 0.1, "epsilon"),
+        (1.5, 0.1, "epsilon"),
+        (f64::INFINITY, 0.1, "epsilon"),
+        (0.1, 0.0, "delta"),
+        (0.1, 1.0, "delta"),
+        (0.1, f64::NAN, "delta"),
+        (1e-12, 0.1, "epsilon"),
+        (0.1, 1e-300, "delta"),
+    ] {
+        let err = CountMin::with_error(epsilon, delta).expect_err("invalid target");
+        assert_eq!(err.parameter(), parameter, "ε {epsilon}, δ {delta}");
+    }
+}
+
+#[test]
+fn cm_mismatched_merges_fail_and_change_nothing() -> TestResult {
+    let mut a = CountMin::with_params(64, 3, 1, Update::Standard)?;
+    a.observe_all(0..100_u64);
+    let before = a.clone();
+    for (other, parameter) in [
+        (CountMin::with_params(65, 3, 1, Update::Standard)?, "width"),
+        (CountMin::with_params(64, 4, 1, Update::Standard)?, "depth"),
+        (CountMin::with_params(64, 3, 2, Update::Standard)?, "seed"),
+        (CountMin::with_params(64, 3, 1, Update::Conservative)?, "update"),
+    ] {
+        assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
+        assert_eq!(a, before);
+        if parameter != "update" {
+            assert_eq!(a.inner_product(&other).map_err(|e| e.parameter()), Err(parameter));
+        }
+    }
+    Ok(())
 }

@@ -110,7 +110,10 @@ impl CountMin {
         }
         let width = (std::f64::consts::E / epsilon).ceil();
         let depth = (1.0 / delta).ln().ceil().max(1.0);
-        if width > f64::from(u32::MAX) || depth > f64::from(MAX_DEPTH) {
+        if depth > f64::from(MAX_DEPTH) {
+            return Err(ConfigError::new("delta", delta, "at least e^-32 (at most 32 rows)"));
+        }
+        if width * depth > MAX_COUNTERS as f64 {
             return Err(ConfigError::new("epsilon", epsilon, "a target of at most 2^27 counters"));
         }
         Self::with_params(width as u32, depth as u32, DEFAULT_SEED, Update::Standard)
