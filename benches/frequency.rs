@@ -250,8 +250,14 @@ struct Full {
 }
 
 fn full(items: &[u64]) -> Full {
-    let mut f =
-        Full { standard: syn_standard(), conservative: syn_conservative(), ds: ds_cm(), pd: pd_cm(), pc: pc_cm(), sa: sa_cm() };
+    let mut f = Full {
+        standard: syn_standard(),
+        conservative: syn_conservative(),
+        ds: ds_cm(),
+        pd: pd_cm(),
+        pc: pc_cm(),
+        sa: sa_cm(),
+    };
     for &x in items {
         f.standard.observe(x);
         f.conservative.observe(x);
@@ -274,11 +280,7 @@ fn report_error(name: &str, estimate: impl Fn(u64) -> i128) {
         max = max.max(e);
         under += usize::from(e < 0);
     }
-    eprintln!(
-        "  {name:<28} mean overestimate {:>8.2}, max {:>6}, under truth {under}",
-        sum as f64 / KEYS as f64,
-        max
-    );
+    eprintln!("  {name:<28} mean overestimate {:>8.2}, max {:>6}, under truth {under}", sum as f64 / KEYS as f64, max);
 }
 
 /// Times asking for the estimate of every key of `keys` on `s`.

@@ -1085,6 +1085,13 @@ mod serde_json_input {
             let back: FlajoletMartin = serde_json::from_str(&json)?;
             assert_eq!(back, fm);
         }
+        let mut cm = CountMin::with_params(50, 3, 4, Update::Conservative)?;
+        cm.observe_all(0..1000_u64);
+        let back: CountMin = serde_json::from_str(&serde_json::to_string(&cm)?)?;
+        assert_eq!(back, cm);
+        let mut corrupted = serde_json::to_value(&cm)?;
+        corrupted[40] = serde_json::Value::from(255_u8 ^ corrupted[40].as_u64().unwrap_or(0) as u8);
+        assert!(serde_json::from_value::<CountMin>(corrupted).is_err());
         Ok(())
     }
 
