@@ -444,10 +444,23 @@ impl CountMin {
     /// ```
     pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         self.check_compatible(other, true)?;
-        for (a, &b) in self.counters.iter_mut().zip(other.counters.iter()) {
-            *a = a.saturating_add(b);
+        // No counter exceeds its sketch's total (every update adds to the total at least what
+        // it adds to any counter, and decoding checks it), so while the totals add without
+        // overflow so do all counters, and the plain sum (which vectorizes) is exact.
+        match self.total.checked_add(other.total) {
+            Some(total) => {
+                for (a, &b) in self.counters.iter_mut().zip(other.counters.iter()) {
+                    *a = a.wrapping_add(b);
+                }
+                self.total = total;
+            }
+            None => {
+                for (a, &b) in self.counters.iter_mut().zip(other.counters.iter()) {
+                    *a = a.saturating_add(b);
+                }
+                self.total = u64::MAX;
+            }
         }
-        self.total = self.total.saturating_add(other.total);
         Ok(())
     }
 
