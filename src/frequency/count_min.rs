@@ -533,10 +533,13 @@ impl CountMin {
         for row in cm.counters.chunks_exact(width as usize) {
             let sum: u128 = row.iter().map(|&c| u128::from(c)).sum();
             let consistent = match update {
-                // Every observation adds its count to one counter of every row; a saturated
-                // total is the only way the sums can fall short.
+                // Every observation adds its count to one counter of every row (the
+                // conservative rule at most that); a saturated total is the only way the sums
+                // can differ.
                 Update::Standard => sum == u128::from(total) || total == u64::MAX,
-                Update::Conservative => row.iter().all(|&c| c <= total) && sum <= u128::from(total),
+                Update::Conservative => {
+                    row.iter().all(|&c| c <= total) && (sum <= u128::from(total) || total == u64::MAX)
+                }
             };
             if !consistent {
                 return Err(DecodeError::InvalidField { field: "counters", reason: "inconsistent with the total" });
@@ -603,6 +606,23 @@ serde_via_bytes!(CountMin);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_saturate_instead_of_wrapping() {
+        for update in [Update::Standard, Update::Conservative] {
+            let mut a = CountMin::with_params(8, 2, 1, update).unwrap();
+            a.observe_weighted("x", u64::MAX / 2 + 1);
+            let mut b = a.clone();
+            b.observe_weighted("y", 3);
+            a.merge(&b).unwrap();
+            assert_eq!((a.estimate("x"), a.total()), (u64::MAX, u64::MAX), "{update:?}");
+            assert!(a.counters.iter().all(|&c| c <= a.total));
+            a.observe_weighted("x", 5);
+            assert_eq!((a.estimate("x"), a.total()), (u64::MAX, u64::MAX), "{update:?}");
+            // A saturated sketch still encodes and decodes.
+            assert_eq!(CountMin::from_bytes(&a.to_bytes()), Ok(a));
+        }
+    }
 
     #[test]
     fn columns_stay_in_range_and_spread() {
