@@ -7,7 +7,7 @@
 //!  offset  size  field
 //!  0       2     magic "SY"
 //!  2       1     format version (currently 1)
-//!  3       1     family code (1 = FlajoletMartin, 2 = HyperLogLog, 3 = CountMin, ...)
+//!  3       1     family code (1 = FlajoletMartin, 2 = HyperLogLog, 3 = CountMin, 4 = Bloom, ...)
 //!  4       n     the family's body: parameters, seed, payload; little-endian throughout
 //!  4 + n   8     xxh3-64 checksum of bytes 0 .. 4 + n (seed 0), little-endian
 //! ```
@@ -77,6 +77,7 @@ pub(crate) enum Family {
     FlajoletMartin = 1,
     HyperLogLog = 2,
     CountMin = 3,
+    Bloom = 4,
 }
 
 /// Builds an encoding: header first, body through the `put_*` methods, checksum in `finish`.
