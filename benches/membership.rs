@@ -1,0 +1,2 @@
+//! Placeholder until the membership benchmarks land.
+fn main() {}
