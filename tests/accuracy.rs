@@ -27,6 +27,7 @@
 
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::frequency::{CountMin, Update};
+use synopses::membership::Bloom;
 
 /// Standard deviations for the RMSE check, as the foundation issue sets it.
 const SIGMAS: f64 = 3.0;
@@ -359,5 +360,77 @@ fn count_min_error_rate_is_at_most_delta() {
             let rate = count as f64 / trials as f64;
             assert!(rate <= limit, "depth {depth} {rule}: rate {rate:.4} > δ bound {limit:.4}");
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bloom
+// ---------------------------------------------------------------------------------------------
+
+/// The false-positive rate at several fills (half, once and twice the design size of a 1 %
+/// filter for 20 000 items), over T independent filters (seeds) of Q absent queries each.
+///
+/// * Given a filter, a query is a false positive with probability `fill^k` if its k
+///   positions are independent and uniform; the T·Q outcomes are then independent Bernoulli
+///   trials, and their sum must be within z standard deviations of `Σ Q·fill_t^k` (a sharp
+///   test of the double hashing).
+/// * Against the formula `(1 − e^(−kn/m))^k`: the mean rate varies by the binomial variance
+///   and by the spread of `fill^k` across filters (measured from the T filters), so
+///   `|mean − formula| ≤ z·sqrt(p(1 − p)/(QT) + s²/T)`.
+#[test]
+fn bloom_false_positive_rate_matches_the_formula() {
+    let design = 20_000_u64;
+    let (filters, queries) = (20_u64, 50_000_u64);
+    let z = bonferroni_z(6);
+    for n in [design / 2, design, 2 * design] {
+        let mut conditional_sum = 0.0;
+        let (mut expected, mut variance) = (0.0, 0.0);
+        let mut hits = 0_u64;
+        let mut rates = Vec::new();
+        let mut formula = 0.0;
+        for t in 0..filters {
+            let mut b = Bloom::with_false_positive_rate(design, 0.01).unwrap();
+            b = Bloom::with_seed(b.bits(), b.hashes(), 0xB100_0000 + t).unwrap();
+            b.observe_all(0..n);
+            formula = b.expected_false_positive_rate(n);
+            let p = b.false_positive_rate();
+            let found = (0..queries).filter(|&q| b.contains(1_000_000_000 + t * queries + q)).count() as u64;
+            hits += found;
+            expected += queries as f64 * p;
+            variance += queries as f64 * p * (1.0 - p);
+            conditional_sum += p;
+            rates.push(found as f64 / queries as f64);
+        }
+        let deviation = (hits as f64 - expected) / variance.sqrt();
+        assert!(
+            deviation.abs() <= z,
+            "n={n}: {hits} false positives, {expected:.1} expected from the fills ({deviation:.2}σ)"
+        );
+
+        let t = filters as f64;
+        let mean = rates.iter().sum::<f64>() / t;
+        let p_mean = conditional_sum / t;
+        let spread = rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (t - 1.0);
+        let limit = z * (formula * (1.0 - formula) / (queries as f64 * t) + spread / t).sqrt();
+        assert!(
+            (mean - formula).abs() <= limit,
+            "n={n}: rate {mean:.5} vs formula {formula:.5} ± {limit:.5} (fills say {p_mean:.5})"
+        );
+    }
+}
+
+/// The fill-based item estimate is linear counting over `m` bits with `k·n` balls: relative
+/// standard deviation `sqrt(m(e^t − t − 1))/(k·n)` with `t = k·n/m`. One filter per size, each
+/// within three of them.
+#[test]
+fn bloom_estimates_its_item_count() {
+    for n in [1_000_u64, 10_000, 20_000] {
+        let mut b = Bloom::with_false_positive_rate(20_000, 0.01).unwrap();
+        b.observe_all(0..n);
+        let estimate = b.estimated_items();
+        let (m, k) = (b.bits() as f64, f64::from(b.hashes()));
+        let t = k * n as f64 / m;
+        let sd = (m * (t.exp() - t - 1.0)).sqrt() / (k * n as f64);
+        assert!((estimate / n as f64 - 1.0).abs() <= 3.0 * sd, "n={n}: {estimate:.1} (sd {sd:.4})");
     }
 }

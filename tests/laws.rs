@@ -13,6 +13,7 @@ use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::core::Mergeable;
 use synopses::frequency::{CountMin, Update};
 use synopses::hash::DEFAULT_SEED;
+use synopses::membership::Bloom;
 
 /// A type under test: how to make it, feed it, encode it, and compare estimates bit for bit.
 trait Subject: Mergeable + Clone + PartialEq + Debug {
@@ -57,6 +58,18 @@ impl Subject for CountMin {
     fn state_estimate(&self) -> u64 {
         // The estimates of a few fixed keys, folded: equal states answer them all alike.
         (0..8_u64).fold(self.total(), |acc, k| acc.rotate_left(7) ^ self.estimate(k))
+    }
+}
+
+impl Subject for Bloom {
+    fn feed(&mut self, items: &[u64]) {
+        self.observe_all(items);
+    }
+    fn roundtrip(&self) -> Self {
+        Bloom::from_bytes(&self.to_bytes()).expect("own encoding decodes")
+    }
+    fn state_estimate(&self) -> u64 {
+        self.set_bits()
     }
 }
 
@@ -161,6 +174,25 @@ proptest! {
     fn cm_algebra(width in 1_u32..200, depth in 1_u32..6, conservative in any::<bool>(), a in items(), b in items(), c in items()) {
         let update = if conservative { Update::Conservative } else { Update::Standard };
         algebra_laws(&CountMin::with_params(width, depth, DEFAULT_SEED, update).unwrap(), &a, &b, &c, false)?;
+    }
+
+    #[test]
+    fn bloom_partition_law(bits in 1_u64..5000, hashes in 1_u32..12, seed in any::<u64>(), items in items(), cuts in cuts()) {
+        partition_law(&Bloom::with_seed(bits, hashes, seed).unwrap(), &items, &cuts)?;
+    }
+
+    #[test]
+    fn bloom_algebra(bits in 1_u64..5000, hashes in 1_u32..12, a in items(), b in items(), c in items()) {
+        algebra_laws(&Bloom::new(bits, hashes).unwrap(), &a, &b, &c, true)?;
+    }
+
+    /// Against an exact `HashSet`: no false negatives, ever, and an empty filter holds nothing.
+    #[test]
+    fn bloom_has_no_false_negatives(bits in 1_u64..20_000, hashes in 1_u32..16, items in prop::collection::vec(any::<u64>(), 0..2000)) {
+        let empty = Bloom::new(bits, hashes).unwrap();
+        prop_assert!(items.iter().all(|x| !empty.contains(x)));
+        let filter = observed(&empty, &items);
+        prop_assert!(items.iter().all(|x| filter.contains(x)));
     }
 
     /// Against an exact `HashMap`: neither rule ever under-counts, and the conservative
