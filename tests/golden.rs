@@ -23,6 +23,7 @@ use synopses::DecodeError;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::frequency::{CountMin, Update};
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_bytes};
+use synopses::membership::Bloom;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 type TestResult = Result<(), Box<dyn Error>>;
@@ -150,6 +151,7 @@ enum Sketch {
     Hll(HyperLogLog),
     Fm(FlajoletMartin),
     Cm(CountMin),
+    Bloom(Bloom),
 }
 
 impl Sketch {
@@ -158,6 +160,7 @@ impl Sketch {
             Self::Hll(s) => s.to_bytes(),
             Self::Fm(s) => s.to_bytes(),
             Self::Cm(s) => s.to_bytes(),
+            Self::Bloom(s) => s.to_bytes(),
         }
     }
 
@@ -167,6 +170,7 @@ impl Sketch {
             Self::Fm(s) => s.estimate(),
             // The count of one fixed item, as an f64 like the others.
             Self::Cm(s) => s.estimate(7_u64) as f64,
+            Self::Bloom(s) => s.estimated_items(),
         }
     }
 
@@ -176,6 +180,7 @@ impl Sketch {
             Self::Hll(_) => HyperLogLog::from_bytes(bytes).map(Self::Hll),
             Self::Fm(_) => FlajoletMartin::from_bytes(bytes).map(Self::Fm),
             Self::Cm(_) => CountMin::from_bytes(bytes).map(Self::Cm),
+            Self::Bloom(_) => Bloom::from_bytes(bytes).map(Self::Bloom),
         }
     }
 }
@@ -226,6 +231,12 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
     let mut cu = CountMin::with_params(64, 3, 5, Update::Conservative)?;
     cu.observe_all(skewed());
 
+    // A 1 % filter for 500 items holding 400, and one whose length is not a multiple of 64.
+    let mut bloom = Bloom::with_false_positive_rate(500, 0.01)?;
+    bloom.observe_all(0..400_u64);
+    let mut odd = Bloom::with_seed(100, 3, 8)?;
+    odd.observe_all(["a", "b", "c"]);
+
     Ok(vec![
         ("hll_p12_empty.bin", Sketch::Hll(empty)),
         ("hll_p12_sparse.bin", Sketch::Hll(sparse)),
@@ -237,6 +248,8 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
         ("fm_16_seed99.bin", Sketch::Fm(fm16)),
         ("cm_64x3.bin", Sketch::Cm(cm)),
         ("cu_64x3_seed5.bin", Sketch::Cm(cu)),
+        ("bloom_500_1pct.bin", Sketch::Bloom(bloom)),
+        ("bloom_100x3_seed8.bin", Sketch::Bloom(odd)),
     ])
 }
 
@@ -322,6 +335,7 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Hll(_) => 2,
             Sketch::Fm(_) => 1,
             Sketch::Cm(_) => 3,
+            Sketch::Bloom(_) => 4,
         };
         assert_eq!(stored[3], family, "{name}: family code");
         let body = stored.len() - 12;
@@ -332,6 +346,7 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             }
             Sketch::Fm(f) => 9 + 4 * f.bitmaps(),
             Sketch::Cm(c) => 22 + 8 * c.width() as usize * c.depth() as usize,
+            Sketch::Bloom(b) => 17 + 8 * b.bits().div_ceil(64) as usize,
         };
         assert_eq!(body, expected, "{name}: body length");
         let (content, sum) = stored.split_at(stored.len() - 8);
@@ -377,6 +392,8 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("fm_16_seed99.bin", 0x40357AE8506BED20),                       // 21.480107332562625
     ("cm_64x3.bin", 0x4062400000000000),                            // 146
     ("cu_64x3_seed5.bin", 0x405F400000000000),                      // 125
+    ("bloom_500_1pct.bin", 0x4078E0D36A427B56),                     // 398.0516150090165
+    ("bloom_100x3_seed8.bin", 0x40092646957E015D),                  // 3.1436893157080434
     ("hll p12 0..100k register_estimate", 0x40F8C5934BA36353),      // 101465.2059663658
     ("hll p12 0..100k reduce(8)", 0x40F8BC1E909F04AC),              // 101313.91030790162
     ("hll p14 seed 7 0..1M estimate", 0x412E319560005665),          // 989386.6875025748

@@ -24,6 +24,7 @@ use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::core::Confidence;
 use synopses::frequency::{CountMin, Update};
 use synopses::hash::DEFAULT_SEED;
+use synopses::membership::Bloom;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 type TestResult = Result<(), Box<dyn Error>>;
@@ -32,6 +33,7 @@ type TestResult = Result<(), Box<dyn Error>>;
 const FM: u8 = 1;
 const HLL: u8 = 2;
 const CM: u8 = 3;
+const BLOOM: u8 = 4;
 /// Header (4 bytes) plus checksum trailer (8 bytes).
 const ENVELOPE_LEN: usize = 12;
 
@@ -1310,6 +1312,122 @@ fn cm_mismatched_merges_fail_and_change_nothing() -> TestResult {
         if parameter != "update" {
             assert_eq!(a.inner_product(&other).map_err(|e| e.parameter()), Err(parameter));
         }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bloom
+// ---------------------------------------------------------------------------------------------
+
+/// A Bloom body: bits, hashes, seed, words.
+fn bloom_body(bits: u64, hashes: u8, seed: u64, words: &[u64]) -> Vec<u8> {
+    let mut body = bits.to_le_bytes().to_vec();
+    body.push(hashes);
+    body.extend_from_slice(&seed.to_le_bytes());
+    words.iter().for_each(|w| body.extend_from_slice(&w.to_le_bytes()));
+    body
+}
+
+fn check_bloom(bytes: &[u8]) -> Result<(), TestCaseError> {
+    if let Ok(b) = Bloom::from_bytes(bytes) {
+        prop_assert_eq!(b.to_bytes(), bytes.to_vec());
+        let _ = (b.contains(1_u64), b.false_positive_rate(), b.estimated_items());
+        let mut twice = b.clone();
+        prop_assert!(twice.merge(&b).is_ok());
+        prop_assert_eq!(twice, b);
+    }
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn bloom_arbitrary_bytes_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..600),
+        body in proptest::collection::vec(any::<u8>(), 0..600),
+        bits in 0_u64..300, hashes in 0_u8..40,
+        words in proptest::collection::vec(any::<u64>(), 0..6),
+    ) {
+        check_bloom(&bytes)?;
+        check_bloom(&envelope(BLOOM, &body))?;
+        check_bloom(&envelope(BLOOM, &bloom_body(bits, hashes, 0, &words)))?;
+    }
+
+    #[test]
+    fn bloom_every_change_to_a_real_encoding_is_rejected(bits in 1_u64..700, n in 0_u64..100, mutation in mutation_strategy()) {
+        let mut b = Bloom::with_seed(bits, 3, 9).unwrap();
+        b.observe_all(0..n);
+        let original = b.to_bytes();
+        let mutated = mutation.apply(&original);
+        if mutated != original {
+            prop_assert_eq!(Bloom::from_bytes(&mutated), Err(expected_envelope_error(&mutated, BLOOM)));
+        }
+    }
+}
+
+#[test]
+fn bloom_crafted_invalid_fields_are_rejected() -> TestResult {
+    assert_eq!(Bloom::from_bytes(&envelope(BLOOM, &bloom_body(70, 3, 0, &[u64::MAX, 0b11_1111])))?.set_bits(), 70);
+    for (what, body, field) in [
+        ("no bits", bloom_body(0, 3, 0, &[]), "bits and hashes"),
+        ("2^33 + 1 bits", bloom_body((1 << 33) + 1, 3, 0, &[]), "bits and hashes"),
+        ("no hashes", bloom_body(64, 0, 0, &[0]), "bits and hashes"),
+        ("33 hashes", bloom_body(64, 33, 0, &[0]), "bits and hashes"),
+        ("a bit past the end", bloom_body(70, 3, 0, &[0, 1 << 6]), "bits"),
+        ("the last spare bit", bloom_body(1, 3, 0, &[1 << 63]), "bits"),
+    ] {
+        let r = Bloom::from_bytes(&envelope(BLOOM, &body));
+        assert!(is_invalid_field(&r, field), "{what}: {r:?}");
+    }
+    assert!(matches!(
+        Bloom::from_bytes(&envelope(BLOOM, &bloom_body(128, 3, 0, &[0]))),
+        Err(DecodeError::Truncated { .. })
+    ));
+    assert_eq!(Bloom::from_bytes(&envelope(BLOOM, &bloom_body(64, 3, 0, &[0, 0]))), Err(DecodeError::TrailingBytes(8)));
+    Ok(())
+}
+
+#[test]
+fn bloom_decoding_allocates_in_proportion_to_its_input() {
+    // 17 bytes of body claiming 2^33 bits (1 GiB).
+    let bytes = envelope(BLOOM, &bloom_body(1 << 33, 7, 0, &[]));
+    let (r, largest, _) = measured(|| Bloom::from_bytes(&bytes));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+}
+
+#[test]
+fn bloom_invalid_parameters_are_config_errors() {
+    for (bits, hashes, parameter) in
+        [(0, 3, "bits"), ((1 << 33) + 1, 3, "bits"), (100, 0, "hashes"), (100, 33, "hashes")]
+    {
+        assert_eq!(Bloom::new(bits, hashes).map_err(|e| e.parameter()).err(), Some(parameter), "{bits}, {hashes}");
+    }
+    for (n, p, parameter) in [
+        (0, 0.01, "expected_items"),
+        (100, 0.0, "false_positive_rate"),
+        (100, 1.0, "false_positive_rate"),
+        (100, f64::NAN, "false_positive_rate"),
+        (100, -0.5, "false_positive_rate"),
+        (u64::MAX, 0.01, "expected_items"),
+    ] {
+        let err = Bloom::with_false_positive_rate(n, p).expect_err("invalid target");
+        assert_eq!(err.parameter(), parameter, "{n} items at {p}");
+    }
+}
+
+#[test]
+fn bloom_mismatched_merges_fail_and_change_nothing() -> TestResult {
+    let mut a = Bloom::with_seed(1000, 3, 1)?;
+    a.observe_all(0..100_u64);
+    let before = a.clone();
+    for (other, parameter) in [
+        (Bloom::with_seed(1001, 3, 1)?, "bits"),
+        (Bloom::with_seed(1000, 4, 1)?, "hashes"),
+        (Bloom::with_seed(1000, 3, 2)?, "seed"),
+    ] {
+        assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
+        assert_eq!(a, before);
     }
     Ok(())
 }
