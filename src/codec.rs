@@ -78,6 +78,94 @@ pub(crate) enum Family {
     HyperLogLog = 2,
     CountMin = 3,
     Bloom = 4,
+    HeavyHitters = 5,
+}
+
+/// An item that a synopsis which keeps items (such as
+/// [`HeavyHitters`](crate::frequency::HeavyHitters)) can store in its encoding: a canonical,
+/// portable byte form. Implemented for the integer types, `String` and `Vec<u8>`; implement
+/// it for your own types to serialize summaries of them.
+///
+/// ```
+/// use synopses::codec::Item;
+///
+/// let mut out = Vec::new();
+/// "héllo".to_string().encode(&mut out);
+/// assert_eq!(String::decode(&out), Some(("héllo".to_string(), out.len())));
+/// assert_eq!(String::decode(&out[..3]), None); // truncated
+/// ```
+pub trait Item: Sized {
+    /// Appends the item's encoding to `out`.
+    ///
+    /// ```
+    /// use synopses::codec::Item;
+    ///
+    /// let mut out = Vec::new();
+    /// 7_u64.encode(&mut out);
+    /// assert_eq!(out, 7_u64.to_le_bytes());
+    /// ```
+    fn encode(&self, out: &mut Vec<u8>);
+
+    /// Decodes one item from the front of `bytes`: the item and the number of bytes it took,
+    /// or `None` if `bytes` does not start with a valid encoding. Must not panic, and must not
+    /// allocate more than the bytes it reads justify.
+    ///
+    /// ```
+    /// use synopses::codec::Item;
+    ///
+    /// assert_eq!(u64::decode(&[1, 0, 0, 0, 0, 0, 0, 0, 99]), Some((1, 8)));
+    /// assert_eq!(u64::decode(&[1, 0]), None);
+    /// ```
+    fn decode(bytes: &[u8]) -> Option<(Self, usize)>;
+}
+
+macro_rules! fixed_width_item {
+    ($($t:ty),*) => {$(
+        impl Item for $t {
+            fn encode(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+
+            fn decode(bytes: &[u8]) -> Option<(Self, usize)> {
+                const N: usize = std::mem::size_of::<$t>();
+                let head: [u8; N] = bytes.get(..N)?.try_into().ok()?;
+                Some((<$t>::from_le_bytes(head), N))
+            }
+        }
+    )*};
+}
+fixed_width_item!(u8, u16, u32, u64, u128, i8, i16, i32, i64, i128);
+
+/// A u32 length, then that many bytes.
+fn length_prefixed(bytes: &[u8]) -> Option<(&[u8], usize)> {
+    let (len, used) = u32::decode(bytes)?;
+    let len = usize::try_from(len).ok()?;
+    let body = bytes.get(used..used.checked_add(len)?)?;
+    Some((body, used + len))
+}
+
+impl Item for Vec<u8> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        (self.len() as u32).encode(out);
+        out.extend_from_slice(self);
+    }
+
+    fn decode(bytes: &[u8]) -> Option<(Self, usize)> {
+        let (body, used) = length_prefixed(bytes)?;
+        Some((body.to_vec(), used))
+    }
+}
+
+impl Item for String {
+    fn encode(&self, out: &mut Vec<u8>) {
+        (self.len() as u32).encode(out);
+        out.extend_from_slice(self.as_bytes());
+    }
+
+    fn decode(bytes: &[u8]) -> Option<(Self, usize)> {
+        let (body, used) = length_prefixed(bytes)?;
+        Some((std::str::from_utf8(body).ok()?.to_owned(), used))
+    }
 }
 
 /// Builds an encoding: header first, body through the `put_*` methods, checksum in `finish`.
@@ -108,6 +196,10 @@ impl Writer {
 
     pub(crate) fn put_f64(&mut self, v: f64) {
         self.put_u64(v.to_bits());
+    }
+
+    pub(crate) fn put_item<T: Item>(&mut self, item: &T) {
+        item.encode(&mut self.buf);
     }
 
     /// Appends `n` zero bytes and returns them, for a caller that fills a block in place.
@@ -183,6 +275,14 @@ impl<'a> Reader<'a> {
 
     pub(crate) fn f64(&mut self) -> Result<f64, DecodeError> {
         self.u64().map(f64::from_bits)
+    }
+
+    /// Decodes one [`Item`].
+    pub(crate) fn item<T: Item>(&mut self) -> Result<T, DecodeError> {
+        let (item, used) = T::decode(self.rest)
+            .ok_or(DecodeError::InvalidField { field: "item", reason: "not a valid item encoding" })?;
+        self.take(used)?;
+        Ok(item)
     }
 
     /// Checks that a count of `n` items of `item_len` bytes each fits in what is left, before

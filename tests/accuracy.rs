@@ -26,7 +26,7 @@
 //! release mode (`cargo test --release --test accuracy -- --ignored`).
 
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
-use synopses::frequency::{CountMin, Update};
+use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
 use synopses::membership::Bloom;
 
 /// Standard deviations for the RMSE check, as the foundation issue sets it.
@@ -432,5 +432,68 @@ fn bloom_estimates_its_item_count() {
         let t = k * n as f64 / m;
         let sd = (m * (t.exp() - t - 1.0)).sqrt() / (k * n as f64);
         assert!((estimate / n as f64 - 1.0).abs() <= 3.0 * sd, "n={n}: {estimate:.1} (sd {sd:.4})");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Heavy hitters
+// ---------------------------------------------------------------------------------------------
+
+/// The deterministic bound on long seeded Zipf streams, one pass and merged from 4 parts:
+/// every count within `error ≤ N/(k+1)` below the truth, and under `NoFalseNegatives` every
+/// item above `φN` listed (for `φ > 1/(k+1)`), under `NoFalsePositives` none below it.
+#[test]
+fn heavy_hitters_bound_holds_on_seeded_streams() {
+    for seed in 0..5_u64 {
+        // Zipf(1) over 10 000 keys by inverse CDF, driven by a seeded splitmix64.
+        let weights: Vec<f64> = (1..=10_000).map(|k| 1.0 / f64::from(k)).collect();
+        let total: f64 = weights.iter().sum();
+        let mut cdf = Vec::with_capacity(weights.len());
+        let mut acc = 0.0;
+        weights.iter().for_each(|w| {
+            acc += w / total;
+            cdf.push(acc);
+        });
+        let mut state = 0xDEC0_DE00 + seed;
+        let stream: Vec<u64> = (0..200_000)
+            .map(|_| {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                let u = (z ^ (z >> 31)) as f64 / u64::MAX as f64;
+                cdf.partition_point(|&c| c < u) as u64
+            })
+            .collect();
+        let mut truth = std::collections::HashMap::new();
+        stream.iter().for_each(|&x| *truth.entry(x).or_insert(0_u64) += 1);
+        let n = stream.len() as u64;
+
+        let capacity = 100;
+        let mut one = HeavyHitters::new(capacity).unwrap();
+        one.observe_all(stream.iter().copied());
+        let mut merged = HeavyHitters::new(capacity).unwrap();
+        for part in stream.chunks(n as usize / 4) {
+            let mut p = HeavyHitters::new(capacity).unwrap();
+            p.observe_all(part.iter().copied());
+            merged.merge(&p).unwrap();
+        }
+        for hh in [&one, &merged] {
+            assert!(hh.error() <= n / (capacity as u64 + 1));
+            for (&x, &f) in &truth {
+                let est = hh.estimate(&x);
+                assert!(est <= f && f <= est + hh.error(), "seed {seed}, key {x}: {est} for {f}");
+            }
+            let phi = 0.02; // above 1/(capacity + 1)
+            let listed: Vec<u64> =
+                hh.frequent(phi, Guarantee::NoFalseNegatives).unwrap().into_iter().map(|(x, _)| x).collect();
+            let sure: Vec<u64> =
+                hh.frequent(phi, Guarantee::NoFalsePositives).unwrap().into_iter().map(|(x, _)| x).collect();
+            for (&x, &f) in &truth {
+                let frequent = f as f64 > phi * n as f64;
+                assert!(!frequent || listed.contains(&x), "seed {seed}: frequent key {x} missing");
+                assert!(frequent || !sure.contains(&x), "seed {seed}: key {x} listed as surely frequent");
+            }
+        }
     }
 }

@@ -21,7 +21,7 @@ use std::sync::Once;
 
 use synopses::DecodeError;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
-use synopses::frequency::{CountMin, Update};
+use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_bytes};
 use synopses::membership::Bloom;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -152,6 +152,7 @@ enum Sketch {
     Fm(FlajoletMartin),
     Cm(CountMin),
     Bloom(Bloom),
+    Hh(HeavyHitters<String>),
 }
 
 impl Sketch {
@@ -161,6 +162,7 @@ impl Sketch {
             Self::Fm(s) => s.to_bytes(),
             Self::Cm(s) => s.to_bytes(),
             Self::Bloom(s) => s.to_bytes(),
+            Self::Hh(s) => s.to_bytes(),
         }
     }
 
@@ -171,6 +173,8 @@ impl Sketch {
             // The count of one fixed item, as an f64 like the others.
             Self::Cm(s) => s.estimate(7_u64) as f64,
             Self::Bloom(s) => s.estimated_items(),
+            // The error bound, as an f64 like the others.
+            Self::Hh(s) => s.error() as f64,
         }
     }
 
@@ -181,6 +185,7 @@ impl Sketch {
             Self::Fm(_) => FlajoletMartin::from_bytes(bytes).map(Self::Fm),
             Self::Cm(_) => CountMin::from_bytes(bytes).map(Self::Cm),
             Self::Bloom(_) => Bloom::from_bytes(bytes).map(Self::Bloom),
+            Self::Hh(_) => HeavyHitters::from_bytes(bytes).map(Self::Hh),
         }
     }
 }
@@ -237,6 +242,11 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
     let mut odd = Bloom::with_seed(100, 3, 8)?;
     odd.observe_all(["a", "b", "c"]);
 
+    // Heavy hitters of the skewed stream's keys as strings, capacity 8 (reduced many times).
+    let mut hh = HeavyHitters::new(8)?;
+    hh.observe_all(skewed().map(|k| format!("key-{k}")));
+    assert!(hh.error() > 0);
+
     Ok(vec![
         ("hll_p12_empty.bin", Sketch::Hll(empty)),
         ("hll_p12_sparse.bin", Sketch::Hll(sparse)),
@@ -250,6 +260,7 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
         ("cu_64x3_seed5.bin", Sketch::Cm(cu)),
         ("bloom_500_1pct.bin", Sketch::Bloom(bloom)),
         ("bloom_100x3_seed8.bin", Sketch::Bloom(odd)),
+        ("hh_8_strings.bin", Sketch::Hh(hh)),
     ])
 }
 
@@ -336,6 +347,7 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Fm(_) => 1,
             Sketch::Cm(_) => 3,
             Sketch::Bloom(_) => 4,
+            Sketch::Hh(_) => 5,
         };
         assert_eq!(stored[3], family, "{name}: family code");
         let body = stored.len() - 12;
@@ -347,6 +359,7 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Fm(f) => 9 + 4 * f.bitmaps(),
             Sketch::Cm(c) => 22 + 8 * c.width() as usize * c.depth() as usize,
             Sketch::Bloom(b) => 17 + 8 * b.bits().div_ceil(64) as usize,
+            Sketch::Hh(h) => 24 + h.top(usize::MAX).iter().map(|(item, _)| 4 + item.len() + 8).sum::<usize>(),
         };
         assert_eq!(body, expected, "{name}: body length");
         let (content, sum) = stored.split_at(stored.len() - 8);
@@ -394,6 +407,7 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("cu_64x3_seed5.bin", 0x405F400000000000),                      // 125
     ("bloom_500_1pct.bin", 0x4078E0D36A427B56),                     // 398.0516150090165
     ("bloom_100x3_seed8.bin", 0x40092646957E015D),                  // 3.1436893157080434
+    ("hh_8_strings.bin", 0x407C800000000000),                       // 456
     ("hll p12 0..100k register_estimate", 0x40F8C5934BA36353),      // 101465.2059663658
     ("hll p12 0..100k reduce(8)", 0x40F8BC1E909F04AC),              // 101313.91030790162
     ("hll p14 seed 7 0..1M estimate", 0x412E319560005665),          // 989386.6875025748

@@ -360,3 +360,85 @@ mod parallel {
         Ok(())
     }
 }
+
+mod heavy_hitters {
+    use super::*;
+    use std::collections::HashMap;
+    use synopses::frequency::HeavyHitters;
+
+    /// The deterministic guarantee against the exact counts: every kept count is within
+    /// `error` below the truth, `error ≤ N/(k+1)`, and every item above `error` is kept.
+    fn guarantee_holds(hh: &HeavyHitters<u64>, stream: &[u64]) -> Result<(), TestCaseError> {
+        let mut truth: HashMap<u64, u64> = HashMap::new();
+        stream.iter().for_each(|&x| *truth.entry(x).or_insert(0) += 1);
+        let n = stream.len() as u64;
+        prop_assert_eq!(hh.total(), n);
+        prop_assert!(hh.error() <= n / (hh.capacity() as u64 + 1), "error {} for N {}", hh.error(), n);
+        for (&x, &f) in &truth {
+            let est = hh.estimate(&x);
+            prop_assert!(est <= f && f <= est + hh.error(), "item {}: {} kept for {}", x, est, f);
+        }
+        for (x, c) in hh.top(usize::MAX) {
+            prop_assert!(truth.get(&x).is_some_and(|&f| c <= f), "kept {} was never seen so often", x);
+        }
+        Ok(())
+    }
+
+    fn summary(capacity: usize, items: &[u64]) -> HeavyHitters<u64> {
+        let mut hh = HeavyHitters::new(capacity).unwrap();
+        hh.observe_all(items.iter().copied());
+        hh
+    }
+
+    fn merged_of(a: &HeavyHitters<u64>, b: &HeavyHitters<u64>) -> HeavyHitters<u64> {
+        let mut out = a.clone();
+        out.merge(b).unwrap();
+        out
+    }
+
+    /// Skewed streams (a square root of a uniform key) so that some items are frequent.
+    fn stream() -> impl Strategy<Value = Vec<u64>> {
+        prop::collection::vec((0..4000_u64).prop_map(|x| (x as f64).sqrt() as u64), 0..1500)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// The partition law of a summary that is not linear: any split, merged in order, keeps
+        /// the guarantee for the whole stream, as one pass does.
+        #[test]
+        fn guarantee_on_any_split(capacity in 1_usize..40, items in stream(), cuts in cuts()) {
+            guarantee_holds(&summary(capacity, &items), &items)?;
+            let mut union = HeavyHitters::new(capacity).unwrap();
+            for part in split(&items, &cuts) {
+                union.merge(&summary(capacity, part)).unwrap();
+            }
+            guarantee_holds(&union, &items)?;
+        }
+
+        /// Commutative and with the empty identity exactly; associative in guarantee; and
+        /// serialize → deserialize → merge equals the in-memory merge.
+        #[test]
+        fn hh_algebra(capacity in 1_usize..40, a in stream(), b in stream(), c in stream()) {
+            let (sa, sb, sc) = (summary(capacity, &a), summary(capacity, &b), summary(capacity, &c));
+            prop_assert_eq!(merged_of(&sa, &sb), merged_of(&sb, &sa));
+            let empty = HeavyHitters::new(capacity).unwrap();
+            prop_assert_eq!(&merged_of(&sa, &empty), &sa);
+            prop_assert_eq!(&merged_of(&empty, &sa), &sa);
+            let all: Vec<u64> = a.iter().chain(&b).chain(&c).copied().collect();
+            guarantee_holds(&merged_of(&merged_of(&sa, &sb), &sc), &all)?;
+            guarantee_holds(&merged_of(&sa, &merged_of(&sb, &sc)), &all)?;
+            let decoded = |s: &HeavyHitters<u64>| HeavyHitters::<u64>::from_bytes(&s.to_bytes()).unwrap();
+            prop_assert_eq!(merged_of(&decoded(&sa), &decoded(&sb)), merged_of(&sa, &sb));
+        }
+
+        #[test]
+        fn mismatched_capacities_do_not_merge(a in 1_usize..40, b in 1_usize..40, items in stream()) {
+            prop_assume!(a != b);
+            let mut x = summary(a, &items);
+            let before = x.clone();
+            prop_assert_eq!(x.merge(&summary(b, &items)).map_err(|e| e.parameter()), Err("capacity"));
+            prop_assert_eq!(x, before);
+        }
+    }
+}

@@ -22,7 +22,7 @@ use proptest::sample::Index;
 use synopses::DecodeError;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::core::Confidence;
-use synopses::frequency::{CountMin, Update};
+use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::DEFAULT_SEED;
 use synopses::membership::Bloom;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -34,6 +34,7 @@ const FM: u8 = 1;
 const HLL: u8 = 2;
 const CM: u8 = 3;
 const BLOOM: u8 = 4;
+const HH: u8 = 5;
 /// Header (4 bytes) plus checksum trailer (8 bytes).
 const ENVELOPE_LEN: usize = 12;
 
@@ -1428,6 +1429,120 @@ fn bloom_mismatched_merges_fail_and_change_nothing() -> TestResult {
     ] {
         assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
         assert_eq!(a, before);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Heavy hitters
+// ---------------------------------------------------------------------------------------------
+
+/// A heavy-hitters body over u64 items: capacity, total, error, count, (item, count) pairs.
+fn hh_body(capacity: u32, total: u64, error: u64, counters: &[(u64, u64)]) -> Vec<u8> {
+    let mut body = capacity.to_le_bytes().to_vec();
+    body.extend_from_slice(&total.to_le_bytes());
+    body.extend_from_slice(&error.to_le_bytes());
+    body.extend_from_slice(&(counters.len() as u32).to_le_bytes());
+    for (item, count) in counters {
+        body.extend_from_slice(&item.to_le_bytes());
+        body.extend_from_slice(&count.to_le_bytes());
+    }
+    body
+}
+
+fn check_hh(bytes: &[u8]) -> Result<(), TestCaseError> {
+    if let Ok(hh) = HeavyHitters::<u64>::from_bytes(bytes) {
+        prop_assert_eq!(hh.to_bytes(), bytes.to_vec());
+        let _ = (hh.top(3), hh.bounds(&1));
+        let mut twice = hh.clone();
+        prop_assert!(twice.merge(&hh).is_ok());
+    }
+    if let Ok(hh) = HeavyHitters::<String>::from_bytes(bytes) {
+        let _ = hh.top(3);
+    }
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn hh_arbitrary_bytes_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..600),
+        body in proptest::collection::vec(any::<u8>(), 0..600),
+        capacity in 0_u32..4, total in 0_u64..50, error in 0_u64..10,
+        counters in proptest::collection::vec((0_u64..5, 0_u64..20), 0..10),
+    ) {
+        check_hh(&bytes)?;
+        check_hh(&envelope(HH, &body))?;
+        check_hh(&envelope(HH, &hh_body(capacity, total, error, &counters)))?;
+    }
+
+    #[test]
+    fn hh_every_change_to_a_real_encoding_is_rejected(n in 0_u64..300, mutation in mutation_strategy()) {
+        let mut hh = HeavyHitters::new(5).unwrap();
+        hh.observe_all((0..n).map(|i| format!("k{}", i % 17)));
+        let original = hh.to_bytes();
+        let mutated = mutation.apply(&original);
+        if mutated != original {
+            prop_assert_eq!(HeavyHitters::<String>::from_bytes(&mutated), Err(expected_envelope_error(&mutated, HH)));
+        }
+    }
+}
+
+#[test]
+fn hh_crafted_invalid_fields_are_rejected() -> TestResult {
+    assert_eq!(HeavyHitters::<u64>::from_bytes(&envelope(HH, &hh_body(2, 5, 1, &[(7, 3), (8, 1)])))?.estimate(&7), 3);
+    let out_of_order = HeavyHitters::<u64>::from_bytes(&envelope(HH, &hh_body(2, 5, 1, &[(8, 1), (7, 3)])));
+    assert!(is_invalid_field(&out_of_order, "counters"), "{out_of_order:?}");
+    for (what, body, field) in [
+        ("capacity 0", hh_body(0, 0, 0, &[]), "capacity"),
+        ("more than 2k counters", hh_body(1, 9, 0, &[(1, 1), (2, 1), (3, 1)]), "counters"),
+        ("a zero count", hh_body(2, 5, 0, &[(1, 0)]), "counters"),
+        ("an item twice", hh_body(2, 5, 0, &[(1, 2), (1, 2)]), "counters"),
+        ("counts above the total", hh_body(2, 2, 0, &[(1, 3)]), "total"),
+        ("error above the total", hh_body(2, 2, 3, &[]), "total"),
+    ] {
+        let r = HeavyHitters::<u64>::from_bytes(&envelope(HH, &body));
+        assert!(is_invalid_field(&r, field), "{what}: {r:?}");
+    }
+    // A string item whose length runs past the end, and one that is not UTF-8.
+    let mut body = 2_u32.to_le_bytes().to_vec();
+    body.extend_from_slice(&[5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]);
+    let mut long = body.clone();
+    long.extend_from_slice(&1000_u32.to_le_bytes());
+    long.extend_from_slice(b"abc");
+    long.extend_from_slice(&1_u64.to_le_bytes());
+    assert!(is_invalid_field(&HeavyHitters::<String>::from_bytes(&envelope(HH, &long)), "item"));
+    let mut bad_utf8 = body;
+    bad_utf8.extend_from_slice(&2_u32.to_le_bytes());
+    bad_utf8.extend_from_slice(&[0xFF, 0xFE]);
+    bad_utf8.extend_from_slice(&1_u64.to_le_bytes());
+    assert!(is_invalid_field(&HeavyHitters::<String>::from_bytes(&envelope(HH, &bad_utf8)), "item"));
+    Ok(())
+}
+
+#[test]
+fn hh_decoding_allocates_in_proportion_to_its_input() {
+    // A capacity of 2^24 and a claim of 2^25 counters, with none present.
+    let bytes = envelope(HH, &{
+        let mut b = hh_body(1 << 24, 0, 0, &[]);
+        b[20..24].copy_from_slice(&(1_u32 << 25).to_le_bytes());
+        b
+    });
+    let (r, largest, _) = measured(|| HeavyHitters::<u64>::from_bytes(&bytes));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+}
+
+#[test]
+fn hh_invalid_parameters_are_config_errors() -> TestResult {
+    assert_eq!(HeavyHitters::<u64>::new(0).map_err(|e| e.parameter()).err(), Some("capacity"));
+    assert_eq!(HeavyHitters::<u64>::new((1 << 24) + 1).map_err(|e| e.parameter()).err(), Some("capacity"));
+    let hh = HeavyHitters::<u64>::new(5)?;
+    for phi in [0.0, -0.1, 1.5, f64::NAN] {
+        assert_eq!(
+            hh.frequent(phi, synopses::frequency::Guarantee::NoFalsePositives).map_err(|e| e.parameter()).err(),
+            Some("phi")
+        );
     }
     Ok(())
 }

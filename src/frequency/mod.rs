@@ -6,9 +6,8 @@
 //!
 //! | type | memory | error | use it for |
 //! |---|---|---|---|
-//! | [`CountMin`] | `8 · width · depth` bytes | `≤ ε·N` with probability `1 − δ`, `ε = e/width`, `δ = e^-depth`; never an under-count | point counts, heavy items, join sizes |
-//!
-//! (Heavy hitters and the Bloom filters of the same issue are planned.)
+//! | [`CountMin`] | `8 · width · depth` bytes | `≤ ε·N` with probability `1 − δ`, `ε = e/width`, `δ = e^-depth`; never an under-count | point counts of items you name, join sizes |
+//! | [`HeavyHitters`] | `capacity` (up to `2·capacity`) items and counts | `≤ N/(capacity+1)`, always; never an over-count | the most frequent items themselves, top-k |
 //!
 //! # The idea: hash into a few small counter arrays, take the minimum
 //!
@@ -66,16 +65,43 @@
 //! standard sketch would say, but it is not the conservative sketch of the union. Sketches
 //! merge only with the same width, depth, seed and update rule.
 //!
+//! # Heavy hitters: keep the candidates
+//!
+//! Count-Min answers for items you name; to *find* the frequent items, [`HeavyHitters`] keeps
+//! them. Misra and Gries's summary holds at most `k` items with counters. An item already
+//! kept has its counter raised; a new one gets a counter; and when there are more than `k`,
+//! every counter is lowered by the `(k+1)`-th largest and those at zero are dropped:
+//!
+//! ```text
+//!   k = 2, stream a a b c a d
+//!   a a b  → {a:2, b:1}
+//!   c      → {a:2, b:1, c:1} → lower all by 1 → {a:1}
+//!   a d    → {a:2, d:1}
+//! ```
+//!
+//! Each lowering takes the same amount from at least `k + 1` counters, so the total lowered
+//! over the stream is at most `N`, and no counter is lowered by more than `N/(k+1)`: every
+//! kept count `c(x)` satisfies `f(x) − N/(k+1) ≤ c(x) ≤ f(x)`, deterministically, and any item
+//! above `N/(k+1)` is kept. We lower only once the summary holds `2k` items (O(1) amortized
+//! per item, same guarantee) and track the exact total lowered, which is the error.
+//!
+//! Two summaries merge (Agarwal et al.) by adding counts item by item and lowering back to
+//! `k`: the guarantee holds for the union, whatever the split, though the kept counts depend
+//! on the split (the merge is commutative, not associative in state).
+//!
 //! # When not to use it
 //!
 //! * You need the counts of rare items: the error is a fraction of the whole stream.
 //! * Counts can go down (a turnstile stream): use the standard update and read with care,
 //!   or a Count sketch (median estimator) instead.
-//! * You want the top-k items themselves: Count-Min answers counts of items you name; a
-//!   heavy-hitters summary (planned) keeps the candidates.
+//! * You want the top-k items themselves: use [`HeavyHitters`], which keeps the candidates.
 //!
 //! # References
 //!
+//! * J. Misra, D. Gries. *Finding repeated elements.* Science of Computer Programming 2(2),
+//!   1982.
+//! * P. K. Agarwal, G. Cormode, Z. Huang, J. M. Phillips, Z. Wei, K. Yi. *Mergeable
+//!   summaries.* ACM TODS 38(4), 2013.
 //! * G. Cormode, S. Muthukrishnan. *An improved data stream summary: the count-min sketch and
 //!   its applications.* Journal of Algorithms 55(1), 2005.
 //! * C. Estan, G. Varghese. *New directions in traffic measurement and accounting.* SIGCOMM
@@ -84,5 +110,7 @@
 //!   filter.* ESA 2006 (double hashing).
 
 mod count_min;
+mod heavy_hitters;
 
 pub use count_min::{CountMin, Update};
+pub use heavy_hitters::{Guarantee, HeavyHitters};

@@ -1,0 +1,456 @@
+//! Misra–Gries heavy hitters with Agarwal et al.'s merge. The teaching text is in the
+//! [family docs](super).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::codec::{Family, Item, Reader, Writer};
+use crate::core::{Bounds, ConfigError, DecodeError, MergeError, Mergeable, Operator};
+use crate::hash::{DEFAULT_SEED, Hashable};
+
+/// The most counters a summary may keep.
+const MAX_CAPACITY: usize = 1 << 24;
+
+/// Which mistake a list of frequent items must not make.
+///
+/// ```
+/// use synopses::frequency::{Guarantee, HeavyHitters};
+///
+/// let mut hh = HeavyHitters::new(10)?;
+/// hh.observe_all((0..1000_u64).map(|i| if i % 2 == 0 { 0 } else { i }));
+/// // Key 0 is half the stream: listed under both guarantees.
+/// assert_eq!(hh.frequent(0.3, Guarantee::NoFalsePositives)?[0].0, 0);
+/// assert_eq!(hh.frequent(0.3, Guarantee::NoFalseNegatives)?[0].0, 0);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Guarantee {
+    /// Every listed item is frequent; some frequent items may be missing.
+    NoFalsePositives,
+    /// Every frequent item is listed; some listed items may not be frequent. Complete when
+    /// the threshold is above the summary's error, which holds for `phi > 1/(capacity + 1)`.
+    NoFalseNegatives,
+}
+
+/// A Misra–Gries summary: `capacity` counters (up to twice that between reductions), each an item and a count that under-estimates its frequency by at most
+/// [`error`](Self::error) ≤ `N / (capacity + 1)`. Deterministic: the bound holds on every
+/// stream, merged or not. See the [family docs](super).
+///
+/// ```
+/// use synopses::frequency::HeavyHitters;
+///
+/// let mut hh = HeavyHitters::new(100)?;
+/// for i in 0..100_000_u64 {
+///     hh.observe(if i % 10 == 0 { "home" } else if i % 7 == 0 { "search" } else { "other-page" });
+/// }
+/// let top = hh.top(2);
+/// assert_eq!(top[0].0, "other-page");
+/// assert!(hh.bounds(&"home").contains(10_000.0));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct HeavyHitters<T> {
+    capacity: usize,
+    total: u64,
+    /// The sum of the reductions so far: no count is below its item's frequency by more.
+    error: u64,
+    counts: HashMap<T, u64>,
+}
+
+impl<T: Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
+    /// A summary of `capacity` counters (`1..=2^24`). Its error is at most `N/(capacity+1)`
+    /// of the total count `N`: capacity 99 for 1 %, 999 for 0.1 %.
+    ///
+    /// ```
+    /// use synopses::frequency::HeavyHitters;
+    ///
+    /// let hh = HeavyHitters::<u64>::new(99)?;
+    /// assert_eq!(hh.capacity(), 99);
+    /// assert!(HeavyHitters::<u64>::new(0).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn new(capacity: usize) -> Result<Self, ConfigError> {
+        if !(1..=MAX_CAPACITY).contains(&capacity) {
+            return Err(ConfigError::new("capacity", capacity, "an integer in 1..=2^24"));
+        }
+        Ok(Self { capacity, total: 0, error: 0, counts: HashMap::new() })
+    }
+
+    /// The number of counters the summary reduces to.
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// assert_eq!(HeavyHitters::<u64>::new(10)?.capacity(), 10);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The total count observed, `N` (saturating).
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let mut hh = HeavyHitters::new(10)?;
+    /// hh.observe_weighted("a", 5);
+    /// assert_eq!(hh.total(), 5);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The most any count is below its item's true frequency (an item not kept has a true
+    /// frequency of at most this). Never more than `N / (capacity + 1)`.
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let mut hh = HeavyHitters::new(1)?;
+    /// hh.observe_all(["a", "b", "c", "a"]);
+    /// assert!(hh.error() <= hh.total() / 2);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn error(&self) -> u64 {
+        self.error
+    }
+
+    /// Observes one occurrence of an item.
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let mut hh = HeavyHitters::new(10)?;
+    /// hh.observe("a");
+    /// assert_eq!(hh.estimate(&"a"), 1);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe(&mut self, item: T) {
+        self.observe_weighted(item, 1);
+    }
+
+    /// Observes `count` occurrences of an item.
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let mut hh = HeavyHitters::new(10)?;
+    /// hh.observe_weighted(7_u64, 100);
+    /// assert_eq!(hh.estimate(&7), 100);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_weighted(&mut self, item: T, count: u64) {
+        if count == 0 {
+            return;
+        }
+        self.total = self.total.saturating_add(count);
+        let c = self.counts.entry(item).or_insert(0);
+        *c = c.saturating_add(count);
+        self.reduce_if_full();
+    }
+
+    /// Reduces once the summary holds more than twice its capacity: a reduction is then
+    /// O(capacity) once per `capacity` new items, O(1) amortized, with the same guarantee.
+    /// (Merging with an empty summary therefore never reduces: the empty identity is exact.)
+    fn reduce_if_full(&mut self) {
+        if self.counts.len() > 2 * self.capacity {
+            self.reduce();
+        }
+    }
+
+    /// Observes one occurrence of every item of an iterator.
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let mut hh = HeavyHitters::new(10)?;
+    /// hh.observe_all(["a", "b", "a"]);
+    /// assert_eq!(hh.estimate(&"a"), 2);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        items.into_iter().for_each(|item| self.observe(item));
+    }
+
+    /// Keeps at most `capacity` counters: subtracts the `(capacity+1)`-th largest count from
+    /// every counter and drops those that reach zero. At least `capacity + 1` counters lose
+    /// that much, so the total lost is at least `(capacity + 1)` times it, which is why the
+    /// accumulated error stays at most `N / (capacity + 1)`.
+    fn reduce(&mut self) {
+        if self.counts.len() <= self.capacity {
+            return;
+        }
+        let mut values: Vec<u64> = self.counts.values().copied().collect();
+        let (_, &mut cut, _) = values.select_nth_unstable_by(self.capacity, |a, b| b.cmp(a));
+        self.counts.retain(|_, c| {
+            *c -= cut.min(*c);
+            *c > 0
+        });
+        self.error = self.error.saturating_add(cut);
+    }
+
+    /// The kept count of an item: at most its true frequency, and at least that minus
+    /// [`error`](Self::error). 0 for an item not kept.
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let mut hh = HeavyHitters::new(10)?;
+    /// hh.observe_all([1_u64, 1, 2]);
+    /// assert_eq!((hh.estimate(&1), hh.estimate(&3)), (2, 0));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn estimate(&self, item: &T) -> u64 {
+        self.counts.get(item).copied().unwrap_or(0)
+    }
+
+    /// The interval that certainly holds an item's frequency: `[estimate, estimate + error]`.
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let mut hh = HeavyHitters::new(2)?;
+    /// hh.observe_all([1_u64, 1, 1, 2, 3, 4, 5, 1]);
+    /// assert!(hh.bounds(&1).contains(4.0));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn bounds(&self, item: &T) -> Bounds {
+        let estimate = self.estimate(item);
+        Bounds { lower: estimate as f64, upper: estimate.saturating_add(self.error) as f64 }
+    }
+
+    /// The `n` kept items with the largest counts, largest first (ties in a fixed order).
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let mut hh = HeavyHitters::new(10)?;
+    /// hh.observe_all([3_u64, 1, 3, 2, 3, 1]);
+    /// assert_eq!(hh.top(2), vec![(3, 3), (1, 2)]);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn top(&self, n: usize) -> Vec<(T, u64)> {
+        let mut all = self.sorted();
+        all.truncate(n);
+        all
+    }
+
+    /// The items whose frequency is above `phi · N`, under the chosen [`Guarantee`], with the
+    /// interval of each: `NoFalsePositives` lists the items whose lower bound is above it,
+    /// `NoFalseNegatives` those whose upper bound is. `phi` must be in `(0, 1]`.
+    ///
+    /// ```
+    /// use synopses::frequency::{Guarantee, HeavyHitters};
+    ///
+    /// let mut hh = HeavyHitters::new(20)?;
+    /// hh.observe_all((0..10_000_u64).map(|i| i % 4)); // four keys, a quarter each
+    /// let frequent = hh.frequent(0.2, Guarantee::NoFalsePositives)?;
+    /// assert_eq!(frequent.len(), 4);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn frequent(&self, phi: f64, guarantee: Guarantee) -> Result<Vec<(T, Bounds)>, ConfigError> {
+        if !(phi > 0.0 && phi <= 1.0) {
+            return Err(ConfigError::new("phi", phi, "a fraction in (0, 1]"));
+        }
+        let threshold = phi * self.total as f64;
+        Ok(self
+            .sorted()
+            .into_iter()
+            .map(|(item, _)| {
+                let b = self.bounds(&item);
+                (item, b)
+            })
+            .filter(|(_, b)| match guarantee {
+                Guarantee::NoFalsePositives => b.lower > threshold,
+                Guarantee::NoFalseNegatives => b.upper > threshold,
+            })
+            .collect())
+    }
+
+    /// The kept items and counts, largest first, ties by the items' stable hash.
+    fn sorted(&self) -> Vec<(T, u64)> {
+        let mut all: Vec<(u64, T, u64)> =
+            self.counts.iter().map(|(item, &c)| (item.hash64(DEFAULT_SEED), item.clone(), c)).collect();
+        all.sort_unstable_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        all.into_iter().map(|(_, item, c)| (item, c)).collect()
+    }
+
+    /// Bytes of memory the summary holds, approximately: the struct, and the hash table's
+    /// slots (one item and one count each, plus a control byte).
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let hh = HeavyHitters::<u64>::new(10)?;
+    /// assert!(hh.size_in_bytes() >= std::mem::size_of::<HeavyHitters<u64>>());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn size_in_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.counts.capacity() * (std::mem::size_of::<(T, u64)>() + 1)
+    }
+
+    /// Merges `other` into `self` (Agarwal et al.): adds the counts item by item, then, if that
+    /// leaves more than twice `capacity` counters, reduces to `capacity`. The result keeps the guarantee for the union of the
+    /// two streams: every count within the merged [`error`](Self::error) ≤ `N/(capacity+1)`
+    /// of its frequency. The capacities must match.
+    ///
+    /// ```
+    /// use synopses::frequency::HeavyHitters;
+    ///
+    /// let mut a = HeavyHitters::new(10)?;
+    /// let mut b = HeavyHitters::new(10)?;
+    /// a.observe_weighted("x", 3);
+    /// b.observe_weighted("x", 4);
+    /// a.merge(&b)?;
+    /// assert_eq!(a.estimate(&"x"), 7);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        MergeError::check("capacity", self.capacity, other.capacity)?;
+        for (item, &c) in &other.counts {
+            let mine = self.counts.entry(item.clone()).or_insert(0);
+            *mine = mine.saturating_add(c);
+        }
+        self.total = self.total.saturating_add(other.total);
+        self.error = self.error.saturating_add(other.error);
+        self.reduce_if_full();
+        Ok(())
+    }
+}
+
+impl<T: Item + Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
+    /// Encodes the summary in the crate's [binary format](crate::codec), family code 5, for
+    /// items that have an [`Item`] encoding.
+    ///
+    /// Body: capacity (u32), total (u64), error (u64), number of counters (u32), then each
+    /// item's encoding and count (u64), largest count first.
+    ///
+    /// ```
+    /// use synopses::frequency::HeavyHitters;
+    ///
+    /// let mut hh = HeavyHitters::new(10)?;
+    /// hh.observe("a".to_string());
+    /// let back = HeavyHitters::<String>::from_bytes(&hh.to_bytes())?;
+    /// assert_eq!(back, hh);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let sorted = self.sorted();
+        let mut w = Writer::new(Family::HeavyHitters, 24 + 16 * sorted.len());
+        w.put_u32(self.capacity as u32);
+        w.put_u64(self.total);
+        w.put_u64(self.error);
+        w.put_u32(sorted.len() as u32);
+        for (item, count) in &sorted {
+            w.put_item(item);
+            w.put_u64(*count);
+        }
+        w.finish()
+    }
+
+    /// Decodes a summary written by [`to_bytes`](Self::to_bytes), validating every field:
+    /// the capacity, at most twice as many counters, each non-zero, in the canonical order
+    /// (so one summary has one encoding), no item twice, the counts and the error within the
+    /// total.
+    ///
+    /// ```
+    /// use synopses::frequency::HeavyHitters;
+    ///
+    /// assert!(HeavyHitters::<u64>::from_bytes(b"not a summary").is_err());
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let invalid = |field, reason| DecodeError::InvalidField { field, reason };
+        let mut r = Reader::open(bytes, Family::HeavyHitters)?;
+        let capacity = r.u32()? as usize;
+        let total = r.u64()?;
+        let error = r.u64()?;
+        let n = r.u32()? as usize;
+        let mut hh = Self::new(capacity).map_err(|_| invalid("capacity", "outside 1..=2^24"))?;
+        if n > 2 * capacity {
+            return Err(invalid("counters", "more than twice the capacity"));
+        }
+        // Each counter takes at least its 8-byte count.
+        r.expect_items(n, 8)?;
+        let mut sum: u128 = 0;
+        let mut previous: Option<(u64, u64)> = None;
+        for _ in 0..n {
+            let item: T = r.item()?;
+            let count = r.u64()?;
+            if count == 0 {
+                return Err(invalid("counters", "a zero count"));
+            }
+            // The canonical order: count descending, then the item's stable hash ascending.
+            let key = (count, item.hash64(DEFAULT_SEED));
+            if previous.is_some_and(|(c, h)| key.0 > c || (key.0 == c && key.1 <= h)) {
+                return Err(invalid("counters", "not in the canonical order"));
+            }
+            previous = Some(key);
+            sum += u128::from(count);
+            if hh.counts.insert(item, count).is_some() {
+                return Err(invalid("counters", "an item twice"));
+            }
+        }
+        r.finish()?;
+        if (sum > u128::from(total) && total != u64::MAX) || error > total {
+            return Err(invalid("total", "below the counts or the error"));
+        }
+        hh.total = total;
+        hh.error = error;
+        Ok(hh)
+    }
+}
+
+impl<T: Eq + std::hash::Hash> PartialEq for HeavyHitters<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.capacity == other.capacity
+            && self.total == other.total
+            && self.error == other.error
+            && self.counts == other.counts
+    }
+}
+
+impl<T: Eq + std::hash::Hash> Eq for HeavyHitters<T> {}
+
+impl<T> fmt::Debug for HeavyHitters<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeavyHitters")
+            .field("capacity", &self.capacity)
+            .field("total", &self.total)
+            .field("error", &self.error)
+            .field("counters", &self.counts.len())
+            .finish()
+    }
+}
+
+impl<T: Hashable + Clone + Eq + std::hash::Hash> Operator<T> for HeavyHitters<T> {
+    fn observe(&mut self, item: T) {
+        HeavyHitters::observe(self, item);
+    }
+
+    fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        HeavyHitters::observe_all(self, items);
+    }
+}
+
+impl<T: Hashable + Clone + Eq + std::hash::Hash> Extend<T> for HeavyHitters<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        self.observe_all(iter);
+    }
+}
+
+impl<T: Hashable + Clone + Eq + std::hash::Hash> Mergeable for HeavyHitters<T> {
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        HeavyHitters::merge(self, other)
+    }
+
+    fn empty_like(&self) -> Self {
+        Self { capacity: self.capacity, total: 0, error: 0, counts: HashMap::new() }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<T: Item + Hashable + Clone + Eq + std::hash::Hash> serde::Serialize for HeavyHitters<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.to_bytes())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de, T: Item + Hashable + Clone + Eq + std::hash::Hash> serde::Deserialize<'de> for HeavyHitters<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bytes = deserializer.deserialize_bytes(crate::codec::serde_support::BytesVisitor)?;
+        Self::from_bytes(&bytes).map_err(serde::de::Error::custom)
+    }
+}
