@@ -37,10 +37,11 @@
 //! | how many distinct items? | [`cardinality::HyperLogLog`] | `0.83/√m` (one stream), `1.04/√m` (merged) | `m` bytes, `m = 2^p` |
 //! | how many distinct items? (teaching baseline) | [`cardinality::FlajoletMartin`] | `0.78/√m` | `4m` bytes |
 //! | how often did this item occur? | [`frequency::CountMin`] | `≤ e·N/width` with probability `1 − e^-depth`, never under | `8·width·depth` bytes |
+//! | which items are most frequent? | [`frequency::HeavyHitters`] | counts within `N/(k+1)` below the truth, always | `k` to `2k` items and counts |
 //! | have I seen this item? | [`membership::Bloom`] | false positives `≈ (1 − e^(−kn/m))^k`, no false negatives | `m` bits, ≈ 9.6 per item at 1 % |
 //!
-//! Heavy hitters, the counting Bloom filter, sampling (reservoirs) and load shedding are
-//! planned; each will join this table.
+//! The counting Bloom filter, sampling (reservoirs) and load shedding are planned; each will
+//! join this table.
 //!
 //! # Merging and parallel partitions
 //!
