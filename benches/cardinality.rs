@@ -24,10 +24,11 @@
 //! - `xxh3_floor`: no sketch, only `xxh3_64_with_seed` over the same bytes `synopses` hashes,
 //!   xor-folded into an accumulator: the cost of the hash alone.
 
+mod common;
+use common::{DATA_SEED, big_group, merge_case, small_group, splitmix64};
 use std::collections::hash_map::RandomState;
 use std::hint::black_box;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -49,19 +50,9 @@ const N: usize = 1_000_000;
 /// Items of the parallel group.
 const N_PAR: usize = 10_000_000;
 /// Seed of the data generator (not of any sketch).
-const DATA_SEED: u64 = 0x0123_4567_89AB_CDEF;
 const PRECISIONS: [u8; 2] = [12, 14];
 /// Precision of the merge and serialization groups.
 const P_BIG: u8 = 14;
-
-/// splitmix64: a bijection of its counter, so the `N` values are distinct.
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 fn gen_u64s(n: usize) -> Vec<u64> {
     let mut state = DATA_SEED;
@@ -80,18 +71,6 @@ fn data() -> &'static Data {
         let strs = u64s.iter().map(|x| format!("user-{x:016x}")).collect();
         Data { u64s, strs }
     })
-}
-
-fn big_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
-    let mut g = c.benchmark_group(name);
-    g.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    g
-}
-
-fn small_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
-    let mut g = c.benchmark_group(name);
-    g.sample_size(30).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    g
 }
 
 fn id(config: impl std::fmt::Display, name: &str) -> BenchmarkId {
@@ -340,26 +319,6 @@ fn bench_estimate(c: &mut Criterion) {
     g.finish();
 }
 
-/// Times merging `right` into a clone of `left`; the clone is made in the untimed setup.
-fn merge_case<S: Clone>(
-    g: &mut BenchmarkGroup<'_, WallTime>,
-    name: &str,
-    left: &S,
-    right: &S,
-    merge: impl Fn(&mut S, &S),
-) {
-    g.bench_function(id(format_args!("p{P_BIG}"), name), |b| {
-        b.iter_batched(
-            || left.clone(),
-            |mut t| {
-                merge(&mut t, black_box(right));
-                t
-            },
-            BatchSize::LargeInput,
-        );
-    });
-}
-
 fn bench_merge(c: &mut Criterion) {
     let (l, r) = data().u64s.split_at(N / 2);
     let p = P_BIG;
@@ -370,7 +329,9 @@ fn bench_merge(c: &mut Criterion) {
         items.iter().for_each(|x| s.observe(*x));
         s
     };
-    merge_case(&mut g, "synopses", &build(l), &build(r), |t, o| t.merge(o).expect("same config"));
+    merge_case(&mut g, id(format_args!("p{P_BIG}"), "synopses"), &build(l), &build(r), |t, o| {
+        t.merge(o).expect("same config")
+    });
 
     // datasketches merges through a union (its gadget is always Hll8): time `union.update` of
     // the right sketch into a union that already holds the left one.
@@ -420,17 +381,19 @@ fn bench_merge(c: &mut Criterion) {
         items.iter().for_each(|x| s.insert(x));
         s
     };
-    merge_case(&mut g, "hyperloglogplus", &build(l), &build(r), |t, o| t.merge(o).expect("same precision"));
+    merge_case(&mut g, id(format_args!("p{P_BIG}"), "hyperloglogplus"), &build(l), &build(r), |t, o| {
+        t.merge(o).expect("same precision")
+    });
 
     let build = |items: &[u64]| ce_full::<14>(items);
-    merge_case(&mut g, "cardinality_estimator", &build(l), &build(r), |t, o| t.merge(o));
+    merge_case(&mut g, id(format_args!("p{P_BIG}"), "cardinality_estimator"), &build(l), &build(r), |t, o| t.merge(o));
 
     let build = |items: &[u64]| {
         let mut s = SaHyperLogLog::<u64>::with_p(p);
         items.iter().for_each(|x| s.push(x));
         s
     };
-    merge_case(&mut g, "streaming_algorithms", &build(l), &build(r), |t, o| t.union(o));
+    merge_case(&mut g, id(format_args!("p{P_BIG}"), "streaming_algorithms"), &build(l), &build(r), |t, o| t.union(o));
     g.finish();
 }
 

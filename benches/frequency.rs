@@ -37,9 +37,10 @@
 //! - `xxh3_floor`: no sketch, only `xxh3_64_with_seed` over the same bytes `synopses` hashes,
 //!   xor-folded into an accumulator: the cost of the hash alone.
 
+mod common;
+use common::{DATA_SEED, big_group, filled, merge_case, small_group, splitmix64};
 use std::hint::black_box;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -61,21 +62,10 @@ const N: usize = 1_000_000;
 const KEYS: usize = 100_000;
 /// Exponent of the Zipf distribution of the items over the keys.
 const ZIPF_S: f64 = 1.0;
-/// Seed of the data generator (not of any sketch).
-const DATA_SEED: u64 = 0x0123_4567_89AB_CDEF;
 /// Seed of the key values (rank -> key).
 const KEY_SEED: u64 = 0xFEDC_BA98_7654_3210;
 /// The configuration of every sketch: width x depth.
 const CFG: &str = "4096x5";
-
-/// splitmix64: a bijection of its counter, so successive outputs are distinct.
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// Zipf(s) over ranks `0..n` (rank `r` has weight `1 / (r + 1)^s`), sampled by inverse CDF.
 struct Zipf {
@@ -130,18 +120,6 @@ fn data() -> &'static Data {
             .collect();
         Data { items, keys, truth }
     })
-}
-
-fn big_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
-    let mut g = c.benchmark_group(name);
-    g.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    g
-}
-
-fn small_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
-    let mut g = c.benchmark_group(name);
-    g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    g
 }
 
 fn id(name: &str) -> BenchmarkId {
@@ -324,33 +302,6 @@ fn bench_query(c: &mut Criterion) {
     g.finish();
 }
 
-/// Times merging `right` into a clone of `left`; the clone is made in the untimed setup.
-fn merge_case<S: Clone>(
-    g: &mut BenchmarkGroup<'_, WallTime>,
-    name: &str,
-    left: &S,
-    right: &S,
-    merge: impl Fn(&mut S, &S),
-) {
-    g.bench_function(id(name), |b| {
-        b.iter_batched(
-            || left.clone(),
-            |mut t| {
-                merge(&mut t, black_box(right));
-                t
-            },
-            BatchSize::LargeInput,
-        );
-    });
-}
-
-/// Fills a sketch from `make` with `items` through `push`.
-fn build<S>(items: &[u64], make: impl Fn() -> S, push: impl Fn(&mut S, u64)) -> S {
-    let mut s = make();
-    items.iter().for_each(|&x| push(&mut s, x));
-    s
-}
-
 fn bench_merge(c: &mut Criterion) {
     let (l, r) = data().items.split_at(N / 2);
     let mut g = small_group(c, "countmin/merge");
@@ -359,27 +310,27 @@ fn bench_merge(c: &mut Criterion) {
         ("synopses", syn_standard as fn() -> CountMin),
         ("synopses_conservative", syn_conservative as fn() -> CountMin),
     ] {
-        let left = build(l, make, |s, x| s.observe(x));
-        let right = build(r, make, |s, x| s.observe(x));
+        let left = filled(l, make, |s, x| s.observe(x));
+        let right = filled(r, make, |s, x| s.observe(x));
         // A sketch kind that refuses to merge is reported and skipped, not timed.
         if let Err(e) = left.clone().merge(&right) {
             eprintln!("countmin/merge/{CFG}/{name}: skipped, merge refused: {e:?}");
             continue;
         }
-        merge_case(&mut g, name, &left, &right, |t, o| t.merge(o).expect("same config"));
+        merge_case(&mut g, id(name), &left, &right, |t, o| t.merge(o).expect("same config"));
     }
 
-    let left = build(l, ds_cm, |s, x| s.update(x));
-    let right = build(r, ds_cm, |s, x| s.update(x));
-    merge_case(&mut g, "datasketches", &left, &right, |t, o| t.merge(o).expect("same config"));
+    let left = filled(l, ds_cm, |s, x| s.update(x));
+    let right = filled(r, ds_cm, |s, x| s.update(x));
+    merge_case(&mut g, id("datasketches"), &left, &right, |t, o| t.merge(o).expect("same config"));
 
-    let left = build(l, pd_cm, |s, x| {
+    let left = filled(l, pd_cm, |s, x| {
         s.add(&x);
     });
-    let right = build(r, pd_cm, |s, x| {
+    let right = filled(r, pd_cm, |s, x| {
         s.add(&x);
     });
-    merge_case(&mut g, "pdatastructs", &left, &right, |t, o| t.merge(o));
+    merge_case(&mut g, id("pdatastructs"), &left, &right, |t, o| t.merge(o));
 
     // probabilistic-collections and streaming_algorithms have no whole-sketch merge.
     g.finish();

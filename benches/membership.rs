@@ -53,9 +53,10 @@
 //! - `xxh3_floor`: no filter, only `xxh3_64_with_seed` over the same bytes `synopses` hashes,
 //!   xor-folded (insert) or summed (query) into an accumulator: the cost of the hash alone.
 
+mod common;
+use common::{DATA_SEED, big_group, filled, merge_case, small_group, splitmix64};
 use std::hint::black_box;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -77,23 +78,12 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 const N: usize = 1_000_000;
 /// The design false-positive rate of every filter.
 const FPR: f64 = 0.01;
-/// Seed of the data generator (not of any filter).
-const DATA_SEED: u64 = 0x0123_4567_89AB_CDEF;
 /// Seed of the query shuffle.
 const SHUFFLE_SEED: u64 = 0x0F1E_2D3C_4B5A_6978;
 /// Key of fastbloom's SipHash (fixed so that filters merge and runs repeat).
 const FASTBLOOM_SEED: u128 = 0x5EED;
 /// The configuration of every filter: expected items and false-positive rate.
 const CFG: &str = "1e6_1pct";
-
-/// splitmix64: a bijection of its counter, so successive outputs are distinct.
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 struct Data {
     /// The `N` distinct items inserted.
@@ -122,18 +112,6 @@ fn data() -> &'static Data {
         let (queries, present) = tagged.into_iter().unzip();
         Data { items, queries, present }
     })
-}
-
-fn big_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
-    let mut g = c.benchmark_group(name);
-    g.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    g
-}
-
-fn small_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
-    let mut g = c.benchmark_group(name);
-    g.sample_size(30).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    g
 }
 
 fn id(name: &str) -> BenchmarkId {
@@ -315,56 +293,29 @@ fn bench_query(c: &mut Criterion) {
     g.finish();
 }
 
-/// Times merging `right` into a clone of `left`; the clone is made in the untimed setup.
-fn merge_case<S: Clone>(
-    g: &mut BenchmarkGroup<'_, WallTime>,
-    name: &str,
-    left: &S,
-    right: &S,
-    merge: impl Fn(&mut S, &S),
-) {
-    g.bench_function(id(name), |b| {
-        b.iter_batched(
-            || left.clone(),
-            |mut t| {
-                merge(&mut t, black_box(right));
-                t
-            },
-            BatchSize::LargeInput,
-        );
-    });
-}
-
-/// Fills a filter from `make` with `items` through `push`.
-fn build<S>(items: &[u64], make: impl Fn() -> S, push: impl Fn(&mut S, u64)) -> S {
-    let mut s = make();
-    items.iter().for_each(|&x| push(&mut s, x));
-    s
-}
-
 fn bench_merge(c: &mut Criterion) {
     let (l, r) = data().items.split_at(N / 2);
     let mut g = small_group(c, "bloom/merge");
 
-    let left = build(l, syn_bloom, |s, x| s.observe(x));
-    let right = build(r, syn_bloom, |s, x| s.observe(x));
-    merge_case(&mut g, "synopses", &left, &right, |t, o| t.merge(o).expect("same config"));
+    let left = filled(l, syn_bloom, |s, x| s.observe(x));
+    let right = filled(r, syn_bloom, |s, x| s.observe(x));
+    merge_case(&mut g, id("synopses"), &left, &right, |t, o| t.merge(o).expect("same config"));
 
-    let left = build(l, fb_bloom, |s, x| {
+    let left = filled(l, fb_bloom, |s, x| {
         s.insert(&x);
     });
-    let right = build(r, fb_bloom, |s, x| {
+    let right = filled(r, fb_bloom, |s, x| {
         s.insert(&x);
     });
-    merge_case(&mut g, "fastbloom", &left, &right, |t, o| t.union(o));
+    merge_case(&mut g, id("fastbloom"), &left, &right, |t, o| t.union(o));
 
-    let left = build(l, ds_bloom, |s, x| s.insert(x));
-    let right = build(r, ds_bloom, |s, x| s.insert(x));
-    merge_case(&mut g, "datasketches", &left, &right, |t, o| t.union(o).expect("same config"));
+    let left = filled(l, ds_bloom, |s, x| s.insert(x));
+    let right = filled(r, ds_bloom, |s, x| s.insert(x));
+    merge_case(&mut g, id("datasketches"), &left, &right, |t, o| t.union(o).expect("same config"));
 
-    let left = build(l, pd_bloom, pd_insert);
-    let right = build(r, pd_bloom, pd_insert);
-    merge_case(&mut g, "pdatastructs", &left, &right, |t, o| {
+    let left = filled(l, pd_bloom, pd_insert);
+    let right = filled(r, pd_bloom, pd_insert);
+    merge_case(&mut g, id("pdatastructs"), &left, &right, |t, o| {
         let Ok(()) = t.union(o);
     });
 
