@@ -49,7 +49,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 const N: usize = 1_000_000;
 /// Items of the parallel group.
 const N_PAR: usize = 10_000_000;
-/// Seed of the data generator (not of any sketch).
+/// Precisions of the observe and estimate groups.
 const PRECISIONS: [u8; 2] = [12, 14];
 /// Precision of the merge and serialization groups.
 const P_BIG: u8 = 14;
