@@ -83,8 +83,9 @@ pub(crate) enum Family {
 
 /// An item that a synopsis which keeps items (such as
 /// [`HeavyHitters`](crate::frequency::HeavyHitters)) can store in its encoding: a canonical,
-/// portable byte form. Implemented for the integer types, `String` and `Vec<u8>`; implement
-/// it for your own types to serialize summaries of them.
+/// portable byte form. Implemented for the integer types (little-endian), and for `String`
+/// and `Vec<u8>` (a u32 length, then the bytes; items of 4 GiB or more are not supported);
+/// implement it for your own types to serialize summaries of them.
 ///
 /// ```
 /// use synopses::codec::Item;
