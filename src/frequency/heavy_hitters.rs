@@ -1,8 +1,9 @@
 //! Misra–Gries heavy hitters with Agarwal et al.'s merge. The teaching text is in the
 //! [family docs](super).
 
-use std::collections::HashMap;
 use std::fmt;
+
+use nohash_hasher::IntMap;
 
 use crate::codec::{Family, Item, Reader, Writer};
 use crate::core::{Bounds, ConfigError, DecodeError, MergeError, Mergeable, Operator};
@@ -54,10 +55,13 @@ pub struct HeavyHitters<T> {
     total: u64,
     /// The sum of the reductions so far: no count is below its item's frequency by more.
     error: u64,
-    counts: HashMap<T, u64>,
+    /// Keyed by the item's stable 64-bit hash, already uniform, so the table needs no hasher
+    /// of its own (two items with equal hashes, a 2^-64 event per pair, would share a
+    /// counter, as in every sketch of this crate).
+    counts: IntMap<u64, (T, u64)>,
 }
 
-impl<T: Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
+impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// A summary of `capacity` counters (`1..=2^24`). Its error is at most `N/(capacity+1)`
     /// of the total count `N`: capacity 99 for 1 %, 999 for 0.1 %.
     ///
@@ -73,7 +77,7 @@ impl<T: Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
         if !(1..=MAX_CAPACITY).contains(&capacity) {
             return Err(ConfigError::new("capacity", capacity, "an integer in 1..=2^24"));
         }
-        Ok(Self { capacity, total: 0, error: 0, counts: HashMap::new() })
+        Ok(Self { capacity, total: 0, error: 0, counts: IntMap::default() })
     }
 
     /// The number of counters the summary reduces to.
@@ -141,7 +145,7 @@ impl<T: Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
             return;
         }
         self.total = self.total.saturating_add(count);
-        let c = self.counts.entry(item).or_insert(0);
+        let (_, c) = self.counts.entry(item.hash64(DEFAULT_SEED)).or_insert((item, 0));
         *c = c.saturating_add(count);
         self.reduce_if_full();
     }
@@ -176,9 +180,9 @@ impl<T: Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
         if self.counts.len() <= self.capacity {
             return;
         }
-        let mut values: Vec<u64> = self.counts.values().copied().collect();
+        let mut values: Vec<u64> = self.counts.values().map(|&(_, c)| c).collect();
         let (_, &mut cut, _) = values.select_nth_unstable_by(self.capacity, |a, b| b.cmp(a));
-        self.counts.retain(|_, c| {
+        self.counts.retain(|_, (_, c)| {
             *c -= cut.min(*c);
             *c > 0
         });
@@ -196,7 +200,7 @@ impl<T: Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn estimate(&self, item: &T) -> u64 {
-        self.counts.get(item).copied().unwrap_or(0)
+        self.counts.get(&item.hash64(DEFAULT_SEED)).map_or(0, |&(_, c)| c)
     }
 
     /// The interval that certainly holds an item's frequency: `[estimate, estimate + error]`.
@@ -262,8 +266,7 @@ impl<T: Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
 
     /// The kept items and counts, largest first, ties by the items' stable hash.
     fn sorted(&self) -> Vec<(T, u64)> {
-        let mut all: Vec<(u64, T, u64)> =
-            self.counts.iter().map(|(item, &c)| (item.hash64(DEFAULT_SEED), item.clone(), c)).collect();
+        let mut all: Vec<(u64, T, u64)> = self.counts.iter().map(|(&h, (item, c))| (h, item.clone(), *c)).collect();
         all.sort_unstable_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
         all.into_iter().map(|(_, item, c)| (item, c)).collect()
     }
@@ -278,7 +281,7 @@ impl<T: Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn size_in_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.counts.capacity() * (std::mem::size_of::<(T, u64)>() + 1)
+        std::mem::size_of::<Self>() + self.counts.capacity() * (std::mem::size_of::<(u64, (T, u64))>() + 1)
     }
 
     /// Merges `other` into `self` (Agarwal et al.): adds the counts item by item, then, if that
@@ -299,9 +302,9 @@ impl<T: Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
     /// ```
     pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         MergeError::check("capacity", self.capacity, other.capacity)?;
-        for (item, &c) in &other.counts {
-            let mine = self.counts.entry(item.clone()).or_insert(0);
-            *mine = mine.saturating_add(c);
+        for (&h, (item, c)) in &other.counts {
+            let (_, mine) = self.counts.entry(h).or_insert_with(|| (item.clone(), 0));
+            *mine = mine.saturating_add(*c);
         }
         self.total = self.total.saturating_add(other.total);
         self.error = self.error.saturating_add(other.error);
@@ -310,7 +313,7 @@ impl<T: Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
     }
 }
 
-impl<T: Item + Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
+impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
     /// Encodes the summary in the crate's [binary format](crate::codec), family code 5, for
     /// items that have an [`Item`] encoding.
     ///
@@ -372,13 +375,14 @@ impl<T: Item + Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
                 return Err(invalid("counters", "a zero count"));
             }
             // The canonical order: count descending, then the item's stable hash ascending.
-            let key = (count, item.hash64(DEFAULT_SEED));
+            let hash = item.hash64(DEFAULT_SEED);
+            let key = (count, hash);
             if previous.is_some_and(|(c, h)| key.0 > c || (key.0 == c && key.1 <= h)) {
                 return Err(invalid("counters", "not in the canonical order"));
             }
             previous = Some(key);
             sum += u128::from(count);
-            if hh.counts.insert(item, count).is_some() {
+            if hh.counts.insert(hash, (item, count)).is_some() {
                 return Err(invalid("counters", "an item twice"));
             }
         }
@@ -392,7 +396,7 @@ impl<T: Item + Hashable + Clone + Eq + std::hash::Hash> HeavyHitters<T> {
     }
 }
 
-impl<T: Eq + std::hash::Hash> PartialEq for HeavyHitters<T> {
+impl<T: PartialEq> PartialEq for HeavyHitters<T> {
     fn eq(&self, other: &Self) -> bool {
         self.capacity == other.capacity
             && self.total == other.total
@@ -401,7 +405,7 @@ impl<T: Eq + std::hash::Hash> PartialEq for HeavyHitters<T> {
     }
 }
 
-impl<T: Eq + std::hash::Hash> Eq for HeavyHitters<T> {}
+impl<T: Eq> Eq for HeavyHitters<T> {}
 
 impl<T> fmt::Debug for HeavyHitters<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -414,7 +418,7 @@ impl<T> fmt::Debug for HeavyHitters<T> {
     }
 }
 
-impl<T: Hashable + Clone + Eq + std::hash::Hash> Operator<T> for HeavyHitters<T> {
+impl<T: Hashable + Clone + Eq> Operator<T> for HeavyHitters<T> {
     fn observe(&mut self, item: T) {
         HeavyHitters::observe(self, item);
     }
@@ -424,31 +428,31 @@ impl<T: Hashable + Clone + Eq + std::hash::Hash> Operator<T> for HeavyHitters<T>
     }
 }
 
-impl<T: Hashable + Clone + Eq + std::hash::Hash> Extend<T> for HeavyHitters<T> {
+impl<T: Hashable + Clone + Eq> Extend<T> for HeavyHitters<T> {
     fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
         self.observe_all(iter);
     }
 }
 
-impl<T: Hashable + Clone + Eq + std::hash::Hash> Mergeable for HeavyHitters<T> {
+impl<T: Hashable + Clone + Eq> Mergeable for HeavyHitters<T> {
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         HeavyHitters::merge(self, other)
     }
 
     fn empty_like(&self) -> Self {
-        Self { capacity: self.capacity, total: 0, error: 0, counts: HashMap::new() }
+        Self { capacity: self.capacity, total: 0, error: 0, counts: IntMap::default() }
     }
 }
 
 #[cfg(feature = "serde")]
-impl<T: Item + Hashable + Clone + Eq + std::hash::Hash> serde::Serialize for HeavyHitters<T> {
+impl<T: Item + Hashable + Clone + Eq> serde::Serialize for HeavyHitters<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_bytes(&self.to_bytes())
     }
 }
 
 #[cfg(feature = "serde")]
-impl<'de, T: Item + Hashable + Clone + Eq + std::hash::Hash> serde::Deserialize<'de> for HeavyHitters<T> {
+impl<'de, T: Item + Hashable + Clone + Eq> serde::Deserialize<'de> for HeavyHitters<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let bytes = deserializer.deserialize_bytes(crate::codec::serde_support::BytesVisitor)?;
         Self::from_bytes(&bytes).map_err(serde::de::Error::custom)
