@@ -1,8 +1,10 @@
-//! Frequency sketches: the `synopses` Count-Min sketch against peer crates.
+//! Frequency sketches: the `synopses` Count-Min sketch and heavy-hitters summary against peer
+//! crates.
 //!
 //! Run with `cargo bench --all-features --bench frequency`. Every benchmark id reads
 //! `family/operation/config/implementation`, e.g. `countmin/update/4096x5/synopses`: a
-//! Count-Min sketch of width 4096 (counters per row) and depth 5 (rows) everywhere.
+//! Count-Min sketch of width 4096 (counters per row) and depth 5 (rows) everywhere, or
+//! `heavy_hitters/top10/k1000/synopses`: a heavy-hitters summary of about 1000 counters.
 //!
 //! Data: `N` = 1M `u64` items drawn from a Zipf(1.0) distribution over `KEYS` = 100k distinct
 //! keys (inverse CDF over precomputed cumulative weights, binary search, uniforms from a seeded
@@ -36,9 +38,39 @@
 //!   with `synopses_conservative`.
 //! - `xxh3_floor`: no sketch, only `xxh3_64_with_seed` over the same bytes `synopses` hashes,
 //!   xor-folded into an accumulator: the cost of the hash alone.
+//!
+//! Heavy hitters (`heavy_hitters/*/k1000`), same items, same timing model for `update` and
+//! `merge`; `synopses` is `HeavyHitters::<u64>::new(1000)` (Misra–Gries, 1000 to 2000 counters,
+//! error at most `N/1001`), `synopses_observe_all` its batch entry point. `top10`: one iteration
+//! asks a summary that saw all `N` items for its 10 largest items with their counts, the
+//! cheapest way its public API allows. The bench prints to stderr how many of the true top-10
+//! keys (counted exactly from the items) each top 10 holds, after `update` and after `merge`.
+//! Peers:
+//! - `datasketches` 0.6 `frequencies::FrequentItemsSketch<u64>` (feature `frequencies`),
+//!   `new(2048)`: the Misra–Gries variant of Anderson et al. (2017) in a linear-probing map
+//!   (MurmurHash3 through `std::hash::Hash`) of 2048 slots, purged by the median of a sample of
+//!   counts once it holds more than `0.75 * 2048` = 1536 counters: the smallest power-of-two map
+//!   with at least 1000 counters (error at most `3.5 N / 2048`). Top 10: the first 10 rows of
+//!   `frequent_items(NoFalseNegatives)` (every kept item, cloned and sorted). `merge` re-inserts
+//!   the other's counters.
+//! - `topk` 0.7 `FilteredSpaceSaving<u64>`, `new(1000)`: Filtered Space-Saving, 1000 monitored
+//!   items in a priority queue (`ahash`, randomly seeded) plus `6 * 1000` filter counters
+//!   (`AHasher`, fixed keys); counts over-estimate. Top 10: `iter()` (arbitrary order, as
+//!   `into_sorted_vec` consumes the summary) sorted by count, first 10. `merge` sums the monitored
+//!   counts, using the filter counters for keys one side does not monitor.
+//! - `streaming_algorithms` 0.3 `Top<u64, u64>`, `new(1000, p, 2/4096, ())`: 1000 tracked keys in
+//!   an ordered linked hash map, the other keys in the conservative-update Count-Min sketch of
+//!   `countmin/*/streaming_algorithms` (4096x5); no error bound. Top 10: the first 10 of
+//!   `iter()` (already in descending order). Its merge is `+=`, which consumes the other
+//!   summary: both clones are made in the untimed setup. It sums the two top lists and pushes
+//!   them into a cleared summary, dropping both Count-Min sketches.
+//! - not timed: `pdatastructs` 0.7 `topk::cmsheap::CMSHeap` (Count-Min plus `BTreeSet`) exposes
+//!   no counts and no merge (its `LossyCounter` no counts either), and the bench keeps to three
+//!   peers.
 
 mod common;
-use common::{DATA_SEED, big_group, filled, merge_case, small_group, splitmix64};
+use common::{DATA_SEED, big_group, filled, merge_case, merge_owned_case, small_group, splitmix64};
+use std::cmp::Reverse;
 use std::hint::black_box;
 use std::sync::OnceLock;
 
@@ -46,14 +78,16 @@ use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 use datasketches::countmin::CountMinSketch as DsCountMin;
+use datasketches::frequencies::{ErrorType, FrequentItemsSketch as DsFrequent};
 use pdatastructs::countminsketch::CountMinSketch as PdCountMin;
 use probabilistic_collections::SipHasherBuilder;
 use probabilistic_collections::count_min_sketch::{CountMinSketch as PcCountMin, CountMinStrategy};
-use streaming_algorithms::CountMinSketch as SaCountMin;
+use streaming_algorithms::{CountMinSketch as SaCountMin, Top as SaTop};
 #[allow(unused_imports)]
 use synopses::core::{Mergeable as _, Operator as _, OperatorExt as _};
-use synopses::frequency::{CountMin, Update};
+use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::DEFAULT_SEED;
+use topk::FilteredSpaceSaving;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 /// Items per update iteration, and items seen by the sketches of `query`.
@@ -336,5 +370,155 @@ fn bench_merge(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_update, bench_query, bench_merge);
+/// Counters of every heavy-hitters summary (`synopses`' capacity, `topk`'s and
+/// `streaming_algorithms`' tracked keys).
+const HH_K: usize = 1000;
+/// `datasketches`' map size: a power of two, whose `0.75 * 2048` = 1536 counters are the
+/// fewest at or above `HH_K`.
+const DS_MAP_SIZE: usize = 2048;
+/// The configuration of every heavy-hitters summary.
+const HH_CFG: &str = "k1000";
+/// How many items `top10` asks for.
+const TOP: usize = 10;
+
+fn hh_id(name: &str) -> BenchmarkId {
+    BenchmarkId::new(HH_CFG, name)
+}
+
+fn syn_hh() -> HeavyHitters<u64> {
+    HeavyHitters::new(HH_K).expect("valid capacity")
+}
+
+fn ds_hh() -> DsFrequent<u64> {
+    DsFrequent::<u64>::new(DS_MAP_SIZE).expect("a power of two in range")
+}
+
+fn tk_hh() -> FilteredSpaceSaving<u64> {
+    FilteredSpaceSaving::new(HH_K)
+}
+
+type SaHh = SaTop<u64, u64>;
+
+fn sa_hh() -> SaHh {
+    // The Count-Min sketch of `sa_cm`: depth 5, width 4096.
+    SaHh::new(HH_K, 1.0 - 2f64.powf(-5.5), 2.0 / 4096.0, ())
+}
+
+fn syn_top(s: &HeavyHitters<u64>) -> Vec<(u64, u64)> {
+    s.top(TOP)
+}
+
+fn ds_top(s: &DsFrequent<u64>) -> Vec<(u64, u64)> {
+    s.frequent_items(ErrorType::NoFalseNegatives).iter().take(TOP).map(|r| (*r.item(), r.estimate())).collect()
+}
+
+fn tk_top(s: &FilteredSpaceSaving<u64>) -> Vec<(u64, u64)> {
+    let mut all: Vec<(u64, u64)> = s.iter().map(|(&k, c)| (k, c.estimated_count())).collect();
+    all.sort_unstable_by_key(|&(_, c)| Reverse(c));
+    all.truncate(TOP);
+    all
+}
+
+fn sa_top(s: &SaHh) -> Vec<(u64, u64)> {
+    s.iter().take(TOP).map(|(&k, &c)| (k, c)).collect()
+}
+
+/// Times `fill` on a fresh summary from `make`; making and dropping it are outside the timing.
+fn fill_case<S>(g: &mut BenchmarkGroup<'_, WallTime>, id: BenchmarkId, make: impl Fn() -> S, fill: impl Fn(&mut S)) {
+    g.bench_function(id, |b| {
+        b.iter_batched(
+            &make,
+            |mut s| {
+                fill(&mut s);
+                s
+            },
+            BatchSize::LargeInput,
+        );
+    });
+}
+
+fn bench_hh_update(c: &mut Criterion) {
+    let items = &data().items[..];
+    let mut g = big_group(c, "heavy_hitters/update");
+    g.throughput(Throughput::Elements(items.len() as u64));
+    fill_case(&mut g, hh_id("synopses"), syn_hh, |s| items.iter().for_each(|&x| s.observe(x)));
+    fill_case(&mut g, hh_id("synopses_observe_all"), syn_hh, |s| s.observe_all(items.iter().copied()));
+    fill_case(&mut g, hh_id("datasketches"), ds_hh, |s| items.iter().for_each(|&x| s.update(x)));
+    fill_case(&mut g, hh_id("topk"), tk_hh, |s| items.iter().for_each(|&x| s.insert(x, 1)));
+    fill_case(&mut g, hh_id("streaming_algorithms"), sa_hh, |s| items.iter().for_each(|&x| s.push(x, &1u64)));
+    g.finish();
+}
+
+/// The `TOP` keys with the largest true counts (ties by rank), and the true count of the next.
+fn true_top() -> (Vec<u64>, u64) {
+    let d = data();
+    let mut ranks: Vec<usize> = (0..KEYS).collect();
+    ranks.sort_by_key(|&r| (Reverse(d.truth[r]), r));
+    (ranks[..TOP].iter().map(|&r| d.keys[r]).collect(), d.truth[ranks[TOP]])
+}
+
+/// Prints how many of the true top-`TOP` keys `top` holds.
+fn report_recall(name: &str, top: &[(u64, u64)]) {
+    let (truth, _) = true_top();
+    let hits = top.iter().filter(|(k, _)| truth.contains(k)).count();
+    eprintln!("  {name:<28} {hits}/{TOP} of the true top {TOP} ({} listed)", top.len());
+}
+
+fn bench_hh_top(c: &mut Criterion) {
+    let d = data();
+    let items = &d.items[..];
+    let syn = filled(items, syn_hh, |s, x| s.observe(x));
+    let ds = filled(items, ds_hh, |s, x| s.update(x));
+    let tk = filled(items, tk_hh, |s, x| s.insert(x, 1));
+    let sa = filled(items, sa_hh, |s, x| s.push(x, &1u64));
+    let (truth, next) = true_top();
+    let counts: Vec<u64> = truth.iter().map(|k| d.truth[d.keys.iter().position(|x| x == k).expect("a key")]).collect();
+    eprintln!("heavy_hitters {HH_CFG}: true top {TOP} counts {counts:?}, next {next}; top-{TOP} recall after update:");
+    report_recall("synopses", &syn_top(&syn));
+    report_recall("datasketches", &ds_top(&ds));
+    report_recall("topk", &tk_top(&tk));
+    report_recall("streaming_algorithms", &sa_top(&sa));
+
+    let mut g = small_group(c, "heavy_hitters/top10");
+    g.bench_function(hh_id("synopses"), |b| b.iter(|| syn_top(black_box(&syn))));
+    g.bench_function(hh_id("datasketches"), |b| b.iter(|| ds_top(black_box(&ds))));
+    g.bench_function(hh_id("topk"), |b| b.iter(|| tk_top(black_box(&tk))));
+    g.bench_function(hh_id("streaming_algorithms"), |b| b.iter(|| sa_top(black_box(&sa))));
+    g.finish();
+}
+
+fn bench_hh_merge(c: &mut Criterion) {
+    let (l, r) = data().items.split_at(N / 2);
+    eprintln!("heavy_hitters {HH_CFG}: top-{TOP} recall after merging the two halves:");
+    let mut g = small_group(c, "heavy_hitters/merge");
+
+    let left = filled(l, syn_hh, |s, x| s.observe(x));
+    let right = filled(r, syn_hh, |s, x| s.observe(x));
+    let mut merged = left.clone();
+    merged.merge(&right).expect("same capacity");
+    report_recall("synopses", &syn_top(&merged));
+    merge_case(&mut g, hh_id("synopses"), &left, &right, |t, o| t.merge(o).expect("same capacity"));
+
+    let left = filled(l, ds_hh, |s, x| s.update(x));
+    let right = filled(r, ds_hh, |s, x| s.update(x));
+    let mut merged = left.clone();
+    merged.merge(&right);
+    report_recall("datasketches", &ds_top(&merged));
+    merge_case(&mut g, hh_id("datasketches"), &left, &right, |t, o| t.merge(o));
+
+    let left = filled(l, tk_hh, |s, x| s.insert(x, 1));
+    let right = filled(r, tk_hh, |s, x| s.insert(x, 1));
+    let mut merged = left.clone();
+    merged.merge(&right).expect("same k");
+    report_recall("topk", &tk_top(&merged));
+    merge_case(&mut g, hh_id("topk"), &left, &right, |t, o| t.merge(o).expect("same k"));
+
+    let left = filled(l, sa_hh, |s, x| s.push(x, &1u64));
+    let right = filled(r, sa_hh, |s, x| s.push(x, &1u64));
+    report_recall("streaming_algorithms", &sa_top(&(left.clone() + right.clone())));
+    merge_owned_case(&mut g, hh_id("streaming_algorithms"), &left, &right, |t, o| *t += o);
+    g.finish();
+}
+
+criterion_group!(benches, bench_update, bench_query, bench_merge, bench_hh_update, bench_hh_top, bench_hh_merge);
 criterion_main!(benches);

@@ -54,6 +54,27 @@ pub fn merge_case<S: Clone>(
     });
 }
 
+/// Times merging `right` into a clone of `left` for a merge that consumes its argument: both
+/// clones are made in the untimed setup.
+pub fn merge_owned_case<S: Clone>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    id: BenchmarkId,
+    left: &S,
+    right: &S,
+    merge: impl Fn(&mut S, S),
+) {
+    g.bench_function(id, |b| {
+        b.iter_batched(
+            || (left.clone(), right.clone()),
+            |(mut t, o)| {
+                merge(&mut t, black_box(o));
+                t
+            },
+            BatchSize::LargeInput,
+        );
+    });
+}
+
 /// A structure from `make` that saw `items` through `push`.
 pub fn filled<S>(items: &[u64], make: impl Fn() -> S, push: impl Fn(&mut S, u64)) -> S {
     let mut s = make();

@@ -227,9 +227,16 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn top(&self, n: usize) -> Vec<(T, u64)> {
-        let mut all = self.sorted();
-        all.truncate(n);
-        all
+        // Order (hash, count) pairs, and clone only the `n` items returned: a selection, then a
+        // sort of the selected.
+        let order = |a: &(u64, u64), b: &(u64, u64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
+        let mut keys: Vec<(u64, u64)> = self.counts.iter().map(|(&h, &(_, c))| (h, c)).collect();
+        if n < keys.len() {
+            keys.select_nth_unstable_by(n, order);
+            keys.truncate(n);
+        }
+        keys.sort_unstable_by(order);
+        keys.into_iter().filter_map(|(h, c)| self.counts.get(&h).map(|(item, _)| (item.clone(), c))).collect()
     }
 
     /// The items whose frequency is above `phi · N`, under the chosen [`Guarantee`], with the
@@ -266,9 +273,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
 
     /// The kept items and counts, largest first, ties by the items' stable hash.
     fn sorted(&self) -> Vec<(T, u64)> {
-        let mut all: Vec<(u64, T, u64)> = self.counts.iter().map(|(&h, (item, c))| (h, item.clone(), *c)).collect();
-        all.sort_unstable_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-        all.into_iter().map(|(_, item, c)| (item, c)).collect()
+        self.top(self.counts.len())
     }
 
     /// Bytes of memory the summary holds, approximately: the struct, and the hash table's
