@@ -39,8 +39,6 @@ use datasketches::hll::{HllSketch, HllType, HllUnion};
 use hyperloglogplus::{HyperLogLog as _, HyperLogLogPlus};
 use streaming_algorithms::HyperLogLog as SaHyperLogLog;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
-#[allow(unused_imports)]
-use synopses::core::{Mergeable as _, Operator as _, OperatorExt as _};
 use synopses::hash::DEFAULT_SEED;
 use wyhash::WyHash;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -454,6 +452,7 @@ fn bench_bytes(c: &mut Criterion) {
 
 #[cfg(feature = "rayon")]
 fn bench_parallel(c: &mut Criterion) {
+    use synopses::core::OperatorExt as _;
     let items = gen_u64s(N_PAR);
     let p = P_BIG;
     let mut g = big_group(c, "hll/observe_u64_10m");

@@ -83,8 +83,6 @@ use pdatastructs::countminsketch::CountMinSketch as PdCountMin;
 use probabilistic_collections::SipHasherBuilder;
 use probabilistic_collections::count_min_sketch::{CountMinSketch as PcCountMin, CountMinStrategy};
 use streaming_algorithms::{CountMinSketch as SaCountMin, Top as SaTop};
-#[allow(unused_imports)]
-use synopses::core::{Mergeable as _, Operator as _, OperatorExt as _};
 use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::DEFAULT_SEED;
 use topk::FilteredSpaceSaving;

@@ -67,8 +67,6 @@ use pdatastructs::filters::Filter as _;
 use pdatastructs::filters::bloomfilter::BloomFilter as PdBloom;
 use probabilistic_collections::SipHasherBuilder;
 use probabilistic_collections::bloom::BloomFilter as PcBloom;
-#[allow(unused_imports)]
-use synopses::core::{Mergeable as _, Operator as _, OperatorExt as _};
 use synopses::hash::DEFAULT_SEED;
 use synopses::membership::Bloom;
 use xxhash_rust::xxh3::xxh3_64_with_seed;

@@ -260,9 +260,10 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
         Ok(self
             .sorted()
             .into_iter()
-            .map(|(item, _)| {
-                let b = self.bounds(&item);
-                (item, b)
+            .map(|(item, count)| {
+                // The same interval as `bounds`, from the count in hand rather than a second
+                // lookup (and hash) of the item.
+                (item, Bounds { lower: count as f64, upper: count.saturating_add(self.error) as f64 })
             })
             .filter(|(_, b)| match guarantee {
                 Guarantee::NoFalsePositives => b.lower > threshold,
