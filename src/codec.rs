@@ -79,6 +79,7 @@ pub(crate) enum Family {
     CountMin = 3,
     Bloom = 4,
     HeavyHitters = 5,
+    CountingBloom = 6,
 }
 
 /// An item that a synopsis which keeps items (such as

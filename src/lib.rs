@@ -39,9 +39,9 @@
 //! | how often did this item occur? | [`frequency::CountMin`] | `≤ e·N/width` with probability `1 − e^-depth`, never under | `8·width·depth` bytes |
 //! | which items are most frequent? | [`frequency::HeavyHitters`] | counts within `N/(k+1)` below the truth, always | `k` to `2k` items and counts |
 //! | have I seen this item? | [`membership::Bloom`] | false positives `≈ (1 − e^(−kn/m))^k`, no false negatives | `m` bits, ≈ 9.6 per item at 1 % |
+//! | is this item in the set now (with removals)? | [`membership::CountingBloom`] | as Bloom, while only members are removed | `m` counters of 4 bits, ≈ 4.8 bytes per item at 1 % |
 //!
-//! The counting Bloom filter, sampling (reservoirs) and load shedding are planned; each will
-//! join this table.
+//! Sampling (reservoirs) and load shedding are planned; each will join this table.
 //!
 //! # Merging and parallel partitions
 //!
@@ -101,4 +101,4 @@ pub mod frequency;
 pub mod hash;
 pub mod membership;
 
-pub use crate::core::{ConfigError, DecodeError, Error, MergeError};
+pub use crate::core::{ConfigError, DecodeError, Error, MergeError, RemoveError};

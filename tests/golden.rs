@@ -23,7 +23,7 @@ use synopses::DecodeError;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_bytes};
-use synopses::membership::Bloom;
+use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 type TestResult = Result<(), Box<dyn Error>>;
@@ -153,6 +153,7 @@ enum Sketch {
     Cm(CountMin),
     Bloom(Bloom),
     Hh(HeavyHitters<String>),
+    Cbf(CountingBloom),
 }
 
 impl Sketch {
@@ -163,6 +164,7 @@ impl Sketch {
             Self::Cm(s) => s.to_bytes(),
             Self::Bloom(s) => s.to_bytes(),
             Self::Hh(s) => s.to_bytes(),
+            Self::Cbf(s) => s.to_bytes(),
         }
     }
 
@@ -175,6 +177,8 @@ impl Sketch {
             Self::Bloom(s) => s.estimated_items(),
             // The error bound, as an f64 like the others.
             Self::Hh(s) => s.error() as f64,
+            // The false-positive rate from the counters, as the others an f64.
+            Self::Cbf(s) => s.false_positive_rate(),
         }
     }
 
@@ -186,6 +190,7 @@ impl Sketch {
             Self::Cm(_) => CountMin::from_bytes(bytes).map(Self::Cm),
             Self::Bloom(_) => Bloom::from_bytes(bytes).map(Self::Bloom),
             Self::Hh(_) => HeavyHitters::from_bytes(bytes).map(Self::Hh),
+            Self::Cbf(_) => CountingBloom::from_bytes(bytes).map(Self::Cbf),
         }
     }
 }
@@ -247,6 +252,16 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
     hh.observe_all(skewed().map(|k| format!("key-{k}")));
     assert!(hh.error() > 0);
 
+    // A 4-bit counting filter for 500 items: 400 inserted, 100 of them removed, and one item
+    // inserted 20 times, which saturates its counters; and an 8-bit one of odd length.
+    let mut counting = CountingBloom::with_false_positive_rate(500, 0.01)?;
+    counting.observe_all(0..400_u64);
+    (0..100_u64).try_for_each(|i| counting.remove(i))?;
+    (0..20).for_each(|_| counting.observe("hot"));
+    assert!(counting.saturated_counters() > 0);
+    let mut wide = CountingBloom::with_params(100, 3, CounterWidth::Eight, 8)?;
+    wide.observe_all(["a", "b", "c", "a"]);
+
     Ok(vec![
         ("hll_p12_empty.bin", Sketch::Hll(empty)),
         ("hll_p12_sparse.bin", Sketch::Hll(sparse)),
@@ -261,6 +276,8 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
         ("bloom_500_1pct.bin", Sketch::Bloom(bloom)),
         ("bloom_100x3_seed8.bin", Sketch::Bloom(odd)),
         ("hh_8_strings.bin", Sketch::Hh(hh)),
+        ("cbf_500_1pct.bin", Sketch::Cbf(counting)),
+        ("cbf_100x3_8bit_seed8.bin", Sketch::Cbf(wide)),
     ])
 }
 
@@ -348,6 +365,7 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Cm(_) => 3,
             Sketch::Bloom(_) => 4,
             Sketch::Hh(_) => 5,
+            Sketch::Cbf(_) => 6,
         };
         assert_eq!(stored[3], family, "{name}: family code");
         let body = stored.len() - 12;
@@ -360,6 +378,7 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Cm(c) => 22 + 8 * c.width() as usize * c.depth() as usize,
             Sketch::Bloom(b) => 17 + 8 * b.bits().div_ceil(64) as usize,
             Sketch::Hh(h) => 24 + h.top(usize::MAX).iter().map(|(item, _)| 4 + item.len() + 8).sum::<usize>(),
+            Sketch::Cbf(c) => 26 + 8 * (c.counters() * u64::from(c.counter_width().bits())).div_ceil(64) as usize,
         };
         assert_eq!(body, expected, "{name}: body length");
         let (content, sum) = stored.split_at(stored.len() - 8);
@@ -408,6 +427,8 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("bloom_500_1pct.bin", 0x4078E0D36A427B56),                     // 398.0516150090165
     ("bloom_100x3_seed8.bin", 0x40092646957E015D),                  // 3.1436893157080434
     ("hh_8_strings.bin", 0x407C800000000000),                       // 456
+    ("cbf_500_1pct.bin", 0x3F4604F5E4D4C84C),                       // 0.0006719780591650875
+    ("cbf_100x3_8bit_seed8.bin", 0x3F47E34B945308BB),               // 0.0007289999999999999
     ("hll p12 0..100k register_estimate", 0x40F8C5934BA36353),      // 101465.2059663658
     ("hll p12 0..100k reduce(8)", 0x40F8BC1E909F04AC),              // 101313.91030790162
     ("hll p14 seed 7 0..1M estimate", 0x412E319560005665),          // 989386.6875025748

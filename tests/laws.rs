@@ -5,6 +5,7 @@
 //! mode: HyperLogLog precisions from 4 (dense at the 4th distinct item) to 10 with streams up to
 //! 1500 items cross the sparse → dense switch in the middle of streams and of merges.
 
+use std::collections::HashMap;
 use std::fmt::Debug;
 
 use proptest::prelude::*;
@@ -13,7 +14,7 @@ use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::core::Mergeable;
 use synopses::frequency::{CountMin, Update};
 use synopses::hash::DEFAULT_SEED;
-use synopses::membership::Bloom;
+use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 
 /// A type under test: how to make it, feed it, encode it, and compare estimates bit for bit.
 trait Subject: Mergeable + Clone + PartialEq + Debug {
@@ -70,6 +71,20 @@ impl Subject for Bloom {
     }
     fn state_estimate(&self) -> u64 {
         self.set_bits()
+    }
+}
+
+impl Subject for CountingBloom {
+    fn feed(&mut self, items: &[u64]) {
+        self.observe_all(items);
+    }
+    fn roundtrip(&self) -> Self {
+        CountingBloom::from_bytes(&self.to_bytes()).expect("own encoding decodes")
+    }
+    fn state_estimate(&self) -> u64 {
+        (0..8_u64).fold(self.nonzero_counters() << 32 | self.saturated_counters(), |acc, k| {
+            acc.rotate_left(7) ^ u64::from(self.count(k))
+        })
     }
 }
 
@@ -138,6 +153,10 @@ fn items() -> impl Strategy<Value = Vec<u64>> {
     prop::collection::vec(0..3000_u64, 0..1500)
 }
 
+fn widths() -> impl Strategy<Value = CounterWidth> {
+    prop_oneof![Just(CounterWidth::Four), Just(CounterWidth::Eight), Just(CounterWidth::Sixteen)]
+}
+
 fn cuts() -> impl Strategy<Value = Vec<Index>> {
     prop::collection::vec(any::<Index>(), 0..4)
 }
@@ -184,6 +203,79 @@ proptest! {
     #[test]
     fn bloom_algebra(bits in 1_u64..5000, hashes in 1_u32..12, a in items(), b in items(), c in items()) {
         algebra_laws(&Bloom::new(bits, hashes).unwrap(), &a, &b, &c, true)?;
+    }
+
+    /// Small filters with up to 1500 items saturate many 4-bit and some 8-bit counters, so the
+    /// laws are checked across saturation: `min(a + b, max)` is what one pass gives.
+    #[test]
+    fn counting_bloom_partition_law(counters in 1_u64..2000, hashes in 1_u32..12, width in widths(), seed in any::<u64>(), items in items(), cuts in cuts()) {
+        partition_law(&CountingBloom::with_params(counters, hashes, width, seed).unwrap(), &items, &cuts)?;
+    }
+
+    #[test]
+    fn counting_bloom_algebra(counters in 1_u64..2000, hashes in 1_u32..12, width in widths(), a in items(), b in items(), c in items()) {
+        algebra_laws(&CountingBloom::with_params(counters, hashes, width, 3).unwrap(), &a, &b, &c, false)?;
+    }
+
+    /// Any sequence of inserts and removes, against an exact multiset. Removing an item that
+    /// is in the multiset succeeds; removing one the filter says is absent fails and changes
+    /// nothing; items of the multiset are always found (no false negative, through saturation
+    /// too), and their `count` never under-counts unless it saturated. A false positive is
+    /// never removed here: that breaks the contract (see the family docs), and
+    /// `removing_false_positives_is_outside_the_contract` below shows what it costs.
+    #[test]
+    fn counting_bloom_against_a_multiset(
+        counters in 1_u64..400, hashes in 1_u32..10, width in widths(),
+        ops in prop::collection::vec((any::<bool>(), 0..60_u64), 0..1500),
+    ) {
+        let mut filter = CountingBloom::with_params(counters, hashes, width, 11).unwrap();
+        let mut model: HashMap<u64, u32> = HashMap::new();
+        for (insert, x) in ops {
+            let held = model.get(&x).copied().unwrap_or(0);
+            if insert {
+                filter.observe(x);
+                *model.entry(x).or_default() += 1;
+            } else if held > 0 {
+                prop_assert!(filter.remove(x).is_ok(), "member {} could not be removed", x);
+                model.insert(x, held - 1);
+            } else if !filter.contains(x) {
+                let before = filter.clone();
+                prop_assert!(filter.remove(x).is_err());
+                prop_assert_eq!(&filter, &before);
+            }
+            for (&y, &n) in &model {
+                prop_assert!(n == 0 || filter.contains(y), "false negative: {} held {} times", y, n);
+                let count = filter.count(y);
+                prop_assert!(count >= n || count == width.max(), "count {} < {} for {}", count, n, y);
+            }
+            prop_assert_eq!(filter.items(), model.values().map(|&n| u64::from(n)).sum::<u64>());
+        }
+        // A counter that never saturated is exact (saturated counters never come back down),
+        // so without saturation the filter is the one built from the multiset directly.
+        if filter.saturated_counters() == 0 {
+            let mut direct = filter.empty_like();
+            for (&y, &n) in &model {
+                (0..n).for_each(|_| direct.observe(y));
+            }
+            prop_assert_eq!(&filter, &direct);
+            let mut bloom = Bloom::with_seed(counters, hashes, 11).unwrap();
+            bloom.observe_all(model.iter().filter(|&(_, &n)| n > 0).map(|(&y, _)| y));
+            prop_assert_eq!(filter.to_bloom(), bloom);
+        }
+    }
+
+    /// Converting between widths keeps every member, and widening then narrowing back is the
+    /// identity.
+    #[test]
+    fn counting_bloom_width_conversions(counters in 1_u64..400, hashes in 1_u32..8, from in widths(), to in widths(), items in items()) {
+        let filter = observed(&CountingBloom::with_params(counters, hashes, from, 5).unwrap(), &items);
+        let converted = filter.with_counter_width(to).unwrap();
+        prop_assert!(items.iter().all(|&x| converted.contains(x)));
+        prop_assert_eq!(converted.to_bloom(), filter.to_bloom());
+        prop_assert_eq!(converted.items(), filter.items());
+        if to.bits() >= from.bits() {
+            prop_assert_eq!(converted.with_counter_width(from).unwrap(), filter);
+        }
     }
 
     /// Against an exact `HashSet`: no false negatives, ever, and an empty filter holds nothing.
@@ -441,4 +533,45 @@ mod heavy_hitters {
             prop_assert_eq!(x, before);
         }
     }
+}
+
+/// The limit of every counting Bloom filter, pinned so the docs stay true. The issue's
+/// scenario: 10^4 members at a 1 % design, then removals tried on 10^5 items that were never
+/// inserted. Removals of items the filter knows to be absent fail and change nothing; the
+/// ~1 % that are false positives cannot be told from members, are removed, and their
+/// decrements zero counters that members relied on. Removing the members themselves, the
+/// contract, never does.
+#[test]
+fn removing_false_positives_is_outside_the_contract() -> Result<(), Box<dyn std::error::Error>> {
+    const MEMBERS: u64 = 10_000;
+    let mut filter = CountingBloom::with_false_positive_rate(MEMBERS, 0.01)?;
+    filter.observe_all(0..MEMBERS);
+    let full = filter.clone();
+
+    let mut refused = 0;
+    let mut removed = 0;
+    for stranger in MEMBERS..11 * MEMBERS {
+        let before_contains = filter.contains(stranger);
+        match filter.remove(stranger) {
+            Ok(()) => {
+                assert!(before_contains);
+                removed += 1;
+            }
+            Err(_) => {
+                assert!(!before_contains);
+                refused += 1;
+            }
+        }
+    }
+    let false_negatives = (0..MEMBERS).filter(|&x| !filter.contains(x)).count();
+    println!("{removed} false positives removed, {refused} refused: {false_negatives} members lost");
+    assert_eq!(refused + removed, 10 * MEMBERS);
+    assert!(removed > 0 && false_negatives > 0, "the limit the docs describe did not show");
+
+    // The contract: remove only members. Half of them go; the other half all stay.
+    let mut filter = full;
+    (0..MEMBERS / 2).try_for_each(|x| filter.remove(x))?;
+    assert!((MEMBERS / 2..MEMBERS).all(|x| filter.contains(x)));
+    assert_eq!(filter.items(), MEMBERS / 2);
+    Ok(())
 }

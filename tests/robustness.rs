@@ -24,7 +24,7 @@ use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::core::Confidence;
 use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::DEFAULT_SEED;
-use synopses::membership::Bloom;
+use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 type TestResult = Result<(), Box<dyn Error>>;
@@ -35,6 +35,7 @@ const HLL: u8 = 2;
 const CM: u8 = 3;
 const BLOOM: u8 = 4;
 const HH: u8 = 5;
+const CBF: u8 = 6;
 /// Header (4 bytes) plus checksum trailer (8 bytes).
 const ENVELOPE_LEN: usize = 12;
 
@@ -1095,6 +1096,18 @@ mod serde_json_input {
         let mut corrupted = serde_json::to_value(&cm)?;
         corrupted[40] = serde_json::Value::from(255_u8 ^ corrupted[40].as_u64().unwrap_or(0) as u8);
         assert!(serde_json::from_value::<CountMin>(corrupted).is_err());
+
+        let mut bloom = Bloom::with_seed(700, 3, 4)?;
+        bloom.observe_all(0..100_u64);
+        assert_eq!(serde_json::from_str::<Bloom>(&serde_json::to_string(&bloom)?)?, bloom);
+        let mut hh = HeavyHitters::new(4)?;
+        hh.observe_all((0..100_u64).map(|i| format!("k{}", i % 9)));
+        assert_eq!(serde_json::from_str::<HeavyHitters<String>>(&serde_json::to_string(&hh)?)?, hh);
+        let mut counting = CountingBloom::with_params(300, 3, CounterWidth::Eight, 4)?;
+        counting.observe_all((0..1000_u64).map(|i| i % 50));
+        let json = serde_json::to_string(&counting)?;
+        assert_eq!(serde_json::from_str::<CountingBloom>(&json)?, counting);
+        assert!(serde_json::from_str::<Bloom>(&json).is_err()); // the family is checked
         Ok(())
     }
 
@@ -1426,6 +1439,161 @@ fn bloom_mismatched_merges_fail_and_change_nothing() -> TestResult {
         (Bloom::with_seed(1001, 3, 1)?, "bits"),
         (Bloom::with_seed(1000, 4, 1)?, "hashes"),
         (Bloom::with_seed(1000, 3, 2)?, "seed"),
+    ] {
+        assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
+        assert_eq!(a, before);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counting Bloom
+// ---------------------------------------------------------------------------------------------
+
+/// A counting Bloom body: counters, width, hashes, seed, items, words.
+fn cbf_body(counters: u64, width: u8, hashes: u8, seed: u64, items: u64, words: &[u64]) -> Vec<u8> {
+    let mut body = counters.to_le_bytes().to_vec();
+    body.extend_from_slice(&[width, hashes]);
+    body.extend_from_slice(&seed.to_le_bytes());
+    body.extend_from_slice(&items.to_le_bytes());
+    words.iter().for_each(|w| body.extend_from_slice(&w.to_le_bytes()));
+    body
+}
+
+fn check_cbf(bytes: &[u8]) -> Result<(), TestCaseError> {
+    if let Ok(f) = CountingBloom::from_bytes(bytes) {
+        prop_assert_eq!(f.to_bytes(), bytes.to_vec());
+        let _ = (f.contains(1_u64), f.count(1_u64), f.false_positive_rate(), f.saturated_counters(), f.to_bloom());
+        let mut twice = f.clone();
+        prop_assert!(twice.merge(&f).is_ok());
+        let mut changed = f.clone();
+        changed.observe(2_u64);
+        if changed.remove(3_u64).is_err() {
+            changed.remove(2_u64).expect("just inserted");
+        }
+        for width in [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen] {
+            let _ = f.with_counter_width(width);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn cbf_arbitrary_bytes_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..600),
+        body in proptest::collection::vec(any::<u8>(), 0..600),
+        counters in 0_u64..60, width in prop_oneof![Just(4_u8), Just(8), Just(16), any::<u8>()], hashes in 0_u8..40,
+        items in any::<u64>(), words in proptest::collection::vec(any::<u64>(), 0..16),
+    ) {
+        check_cbf(&bytes)?;
+        check_cbf(&envelope(CBF, &body))?;
+        check_cbf(&envelope(CBF, &cbf_body(counters, width, hashes, 0, items, &words)))?;
+    }
+
+    #[test]
+    fn cbf_every_change_to_a_real_encoding_is_rejected(counters in 1_u64..300, n in 0_u64..100, mutation in mutation_strategy()) {
+        let mut f = CountingBloom::with_params(counters, 3, CounterWidth::Four, 9).unwrap();
+        f.observe_all(0..n);
+        let original = f.to_bytes();
+        let mutated = mutation.apply(&original);
+        if mutated != original {
+            prop_assert_eq!(CountingBloom::from_bytes(&mutated), Err(expected_envelope_error(&mutated, CBF)));
+        }
+    }
+}
+
+#[test]
+fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
+    // The control: 20 four-bit counters in 2 words, all 15 (saturated).
+    let control = CountingBloom::from_bytes(&envelope(CBF, &cbf_body(20, 4, 3, 0, 7, &[u64::MAX, 0xFFFF])))?;
+    assert_eq!((control.saturated_counters(), control.items()), (20, 7));
+    let mut written = CountingBloom::with_params(20, 3, CounterWidth::Four, 0)?;
+    written.observe_hash(5);
+    let mut words = vec![0_u64; 2];
+    let encoded = written.to_bytes();
+    for (w, chunk) in words.iter_mut().zip(encoded[4 + 26..4 + 26 + 16].chunks_exact(8)) {
+        *w = u64::from_le_bytes(chunk.try_into()?);
+    }
+    assert_eq!(envelope(CBF, &cbf_body(20, 4, 3, 0, 1, &words)), encoded);
+    for (what, body, field) in [
+        ("no counters", cbf_body(0, 4, 3, 0, 0, &[]), "counters and hashes"),
+        ("2^31 + 1 four-bit counters", cbf_body((1 << 31) + 1, 4, 3, 0, 0, &[]), "counters and hashes"),
+        ("2^29 + 1 sixteen-bit counters", cbf_body((1 << 29) + 1, 16, 3, 0, 0, &[]), "counters and hashes"),
+        ("no hashes", cbf_body(16, 4, 0, 0, 0, &[0]), "counters and hashes"),
+        ("33 hashes", cbf_body(16, 4, 33, 0, 0, &[0]), "counters and hashes"),
+        ("a 5-bit width", cbf_body(16, 5, 3, 0, 0, &[0]), "counter width"),
+        ("a 32-bit width", cbf_body(16, 32, 3, 0, 0, &[0; 8]), "counter width"),
+        ("a bit past the last counter", cbf_body(20, 4, 3, 0, 0, &[0, 1 << 16]), "counters"),
+        ("the last spare bit", cbf_body(1, 16, 3, 0, 0, &[1 << 63]), "counters"),
+    ] {
+        let r = CountingBloom::from_bytes(&envelope(CBF, &body));
+        assert!(is_invalid_field(&r, field), "{what}: {r:?}");
+    }
+    assert!(matches!(
+        CountingBloom::from_bytes(&envelope(CBF, &cbf_body(32, 4, 3, 0, 0, &[0]))),
+        Err(DecodeError::Truncated { .. })
+    ));
+    assert_eq!(
+        CountingBloom::from_bytes(&envelope(CBF, &cbf_body(16, 4, 3, 0, 0, &[0, 0]))),
+        Err(DecodeError::TrailingBytes(8))
+    );
+    assert!(matches!(Bloom::from_bytes(&control.to_bytes()), Err(DecodeError::WrongFamily { expected: 4, found: 6 })));
+    Ok(())
+}
+
+#[test]
+fn cbf_decoding_allocates_in_proportion_to_its_input() {
+    // 26 bytes of body claiming 2^31 four-bit counters (1 GiB).
+    let bytes = envelope(CBF, &cbf_body(1 << 31, 4, 7, 0, 0, &[]));
+    let (r, largest, _) = measured(|| CountingBloom::from_bytes(&bytes));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+}
+
+#[test]
+fn cbf_invalid_parameters_are_config_errors() {
+    use CounterWidth::{Eight, Four, Sixteen};
+    for (counters, hashes, width, parameter) in [
+        (0, 3, Four, "counters"),
+        ((1 << 31) + 1, 3, Four, "counters"),
+        ((1 << 30) + 1, 3, Eight, "counters"),
+        ((1 << 29) + 1, 3, Sixteen, "counters"),
+        (100, 0, Four, "hashes"),
+        (100, 33, Four, "hashes"),
+    ] {
+        let r = CountingBloom::with_params(counters, hashes, width, 0);
+        assert_eq!(r.map_err(|e| e.parameter()).err(), Some(parameter), "{counters}, {hashes}, {width:?}");
+    }
+    for (n, p, parameter) in [
+        (0, 0.01, "expected_items"),
+        (100, 0.0, "false_positive_rate"),
+        (100, 1.0, "false_positive_rate"),
+        (100, f64::NAN, "false_positive_rate"),
+        (100, f64::INFINITY, "false_positive_rate"),
+        (u64::MAX, 0.01, "expected_items"),
+        // 2^31 counters is the 4-bit limit: about 2.2e8 items at 1 %.
+        (300_000_000, 0.01, "expected_items"),
+    ] {
+        let err = CountingBloom::with_false_positive_rate(n, p).expect_err("invalid target");
+        assert_eq!(err.parameter(), parameter, "{n} items at {p}");
+    }
+    // Widening past the memory limit is an error too, not a huge allocation.
+    // (2^29 + 1 four-bit counters, 256 MiB of zeroed and so untouched pages, cannot widen.)
+    let big = CountingBloom::new((1 << 29) + 1, 1).map(|f| f.with_counter_width(Sixteen).map_err(|e| e.parameter()));
+    assert_eq!(big.ok().and_then(Result::err), Some("counters"));
+}
+
+#[test]
+fn cbf_mismatched_merges_fail_and_change_nothing() -> TestResult {
+    let mut a = CountingBloom::with_params(1000, 3, CounterWidth::Four, 1)?;
+    a.observe_all(0..100_u64);
+    let before = a.clone();
+    for (other, parameter) in [
+        (CountingBloom::with_params(1001, 3, CounterWidth::Four, 1)?, "counters"),
+        (CountingBloom::with_params(1000, 4, CounterWidth::Four, 1)?, "hashes"),
+        (CountingBloom::with_params(1000, 3, CounterWidth::Eight, 1)?, "counter width"),
+        (CountingBloom::with_params(1000, 3, CounterWidth::Four, 2)?, "seed"),
     ] {
         assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
         assert_eq!(a, before);

@@ -145,6 +145,36 @@ impl fmt::Display for MergeError {
 
 impl std::error::Error for MergeError {}
 
+/// An item cannot be removed from a [`CountingBloom`](crate::membership::CountingBloom)
+/// because it is certainly not in it: one of its counters is zero. The filter is unchanged.
+///
+/// ```
+/// use synopses::membership::CountingBloom;
+///
+/// let mut filter = CountingBloom::new(1000, 3)?;
+/// let err = filter.remove("never inserted").unwrap_err();
+/// assert_eq!(err.to_string(), "cannot remove: the item is not in the filter (one of its counters is zero)");
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoveError {
+    _private: (),
+}
+
+impl RemoveError {
+    pub(crate) fn new() -> Self {
+        Self { _private: () }
+    }
+}
+
+impl fmt::Display for RemoveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("cannot remove: the item is not in the filter (one of its counters is zero)")
+    }
+}
+
+impl std::error::Error for RemoveError {}
+
 /// Bytes given to a `from_bytes` decoder (or to serde) do not hold a valid synopsis.
 ///
 /// Decoding never panics and never allocates more than the input's length justifies; every
@@ -240,6 +270,8 @@ pub enum Error {
     Merge(MergeError),
     /// See [`DecodeError`].
     Decode(DecodeError),
+    /// See [`RemoveError`].
+    Remove(RemoveError),
 }
 
 impl fmt::Display for Error {
@@ -248,6 +280,7 @@ impl fmt::Display for Error {
             Self::Config(e) => e.fmt(f),
             Self::Merge(e) => e.fmt(f),
             Self::Decode(e) => e.fmt(f),
+            Self::Remove(e) => e.fmt(f),
         }
     }
 }
@@ -258,6 +291,7 @@ impl std::error::Error for Error {
             Self::Config(e) => Some(e),
             Self::Merge(e) => Some(e),
             Self::Decode(e) => Some(e),
+            Self::Remove(e) => Some(e),
         }
     }
 }
@@ -277,5 +311,11 @@ impl From<MergeError> for Error {
 impl From<DecodeError> for Error {
     fn from(e: DecodeError) -> Self {
         Self::Decode(e)
+    }
+}
+
+impl From<RemoveError> for Error {
+    fn from(e: RemoveError) -> Self {
+        Self::Remove(e)
     }
 }

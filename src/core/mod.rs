@@ -10,6 +10,6 @@ mod error;
 mod traits;
 
 pub use bounds::{Bounds, Confidence};
-pub use error::{ConfigError, DecodeError, Error, MergeError};
+pub use error::{ConfigError, DecodeError, Error, MergeError, RemoveError};
 pub(crate) use traits::hashed_operator;
 pub use traits::{Mergeable, Operator, OperatorExt};

@@ -11,7 +11,7 @@ use crate::hash::{DEFAULT_SEED, Hashable};
 /// The most bits a filter may have: 2^33, one GiB.
 const MAX_BITS: u64 = 1 << 33;
 /// The most hash functions a filter may use.
-const MAX_HASHES: u32 = 32;
+pub(super) const MAX_HASHES: u32 = 32;
 
 /// A Bloom filter: `bits` bits and `hashes` bit positions per item. See the
 /// [family docs](super).
@@ -96,20 +96,15 @@ impl Bloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_false_positive_rate(expected_items: u64, false_positive_rate: f64) -> Result<Self, ConfigError> {
-        if expected_items == 0 {
-            return Err(ConfigError::new("expected_items", expected_items, "at least 1"));
-        }
-        if !(false_positive_rate > 0.0 && false_positive_rate < 1.0) {
-            return Err(ConfigError::new("false_positive_rate", false_positive_rate, "a number in (0, 1)"));
-        }
-        let ln2 = std::f64::consts::LN_2;
-        let n = expected_items as f64;
-        let bits = (-n * false_positive_rate.ln() / (ln2 * ln2)).ceil();
-        if bits > MAX_BITS as f64 {
-            return Err(ConfigError::new("expected_items", expected_items, "a filter of at most 2^33 bits"));
-        }
-        let hashes = (bits / n * ln2).round().clamp(1.0, f64::from(MAX_HASHES));
-        Self::new(bits as u64, hashes as u32)
+        let (bits, hashes) =
+            optimal_size(expected_items, false_positive_rate, MAX_BITS, "a filter of at most 2^33 bits")?;
+        Self::new(bits, hashes)
+    }
+
+    /// A filter with the given bits, which must hold `bits` bits (the spare bits of the last
+    /// word zero), `hashes` and seed already validated.
+    pub(super) fn from_parts(bits: BitVec<u64, Lsb0>, hashes: u32, seed: u64) -> Self {
+        Self { bits, hashes, seed }
     }
 
     /// The number of bits `m`.
@@ -390,10 +385,35 @@ impl Bloom {
     }
 }
 
+/// The size of the smallest filter whose false-positive rate after `expected_items` distinct
+/// items is at most `false_positive_rate`: `m = ⌈−n·ln p / (ln 2)²⌉` slots (bits, or counters)
+/// and `k = round(m/n · ln 2)` hashes, at least 1; `m` must not exceed `max_slots`.
+pub(super) fn optimal_size(
+    expected_items: u64,
+    false_positive_rate: f64,
+    max_slots: u64,
+    too_large: &'static str,
+) -> Result<(u64, u32), ConfigError> {
+    if expected_items == 0 {
+        return Err(ConfigError::new("expected_items", expected_items, "at least 1"));
+    }
+    if !(false_positive_rate > 0.0 && false_positive_rate < 1.0) {
+        return Err(ConfigError::new("false_positive_rate", false_positive_rate, "a number in (0, 1)"));
+    }
+    let ln2 = std::f64::consts::LN_2;
+    let n = expected_items as f64;
+    let slots = (-n * false_positive_rate.ln() / (ln2 * ln2)).ceil();
+    if slots > max_slots as f64 {
+        return Err(ConfigError::new("expected_items", expected_items, too_large));
+    }
+    let hashes = (slots / n * ln2).round().clamp(1.0, f64::from(MAX_HASHES));
+    Ok((slots as u64, hashes as u32))
+}
+
 /// The `k` bit positions of a hash, by double hashing (Kirsch and Mitzenmacher):
 /// `g_i = h1 + i·h2` over 64 bits, mapped onto `0..m` by a multiply-shift. `h2` is an odd
 /// remix of the hash, so its high bits, which the multiply-shift reads, vary from item to item.
-struct Positions {
+pub(super) struct Positions {
     next: u64,
     step: u64,
     bits: u128,
@@ -402,7 +422,7 @@ struct Positions {
 
 impl Positions {
     #[inline]
-    fn new(hash: u64, bits: u64, hashes: u32) -> Self {
+    pub(super) fn new(hash: u64, bits: u64, hashes: u32) -> Self {
         let step = hash.rotate_left(32).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         Self { next: hash, step, bits: u128::from(bits), left: hashes }
     }

@@ -7,8 +7,7 @@
 //! | type | memory | error | use it for |
 //! |---|---|---|---|
 //! | [`Bloom`] | `m` bits; `1.44·log2(1/p)` bits per item | false positives with probability `p ≈ (1 − e^(−kn/m))^k`; no false negatives | "have I seen it?" filters in front of slow lookups, joins, dedup |
-//!
-//! (The counting Bloom filter, which also removes items, is planned.)
+//! | [`CountingBloom`] | `m` counters of 4 (8, 16) bits: 4× a Bloom filter | the same false positives; no false negatives while only members are removed | sets that shrink as well as grow: open sessions, cache contents, sliding windows |
 //!
 //! # The idea: set a few bits per item
 //!
@@ -57,10 +56,75 @@
 //! AND is not offered: it is not the filter of the intersection (its false-positive rate is
 //! higher than the formula says).
 //!
+//! # Counting Bloom filters: removing items
+//!
+//! A Bloom filter cannot forget: clearing an item's bits could clear bits that other items
+//! share. A counting Bloom filter (Fan, Cao, Almeida and Broder) keeps a small counter where
+//! the Bloom filter keeps a bit. Inserting adds one to the item's `k` counters, removing
+//! subtracts one, and an item is present when all its counters are above zero: the filter
+//! answers exactly as the Bloom filter of the items currently in it
+//! ([`CountingBloom::to_bloom`] gives that filter, in a quarter of the memory).
+//!
+//! ```text
+//!   insert "cat" → counters 3, 9, 14      counters: 0 0 0 1 0 0 0 0 0 1 0 0 0 0 1 ...
+//!   insert "dog" → counters 1, 9, 20      counters: 0 1 0 1 0 0 0 0 0 2 0 0 0 0 1 ... 1
+//!   remove "cat" → counters 3, 9, 14      counters: 0 1 0 0 0 0 0 0 0 1 0 0 0 0 0 ... 1
+//!   "dog" is still found: counter 9 counted both and is still 1
+//!   remove "emu" → counter 2 is 0: an error, and nothing changes
+//! ```
+//!
+//! ## How many bits per counter
+//!
+//! A counter holds the number of (item, hash) pairs that land on it, about Poisson with mean
+//! `kn/m`, which is `ln 2 ≈ 0.69` at the optimal `k`. Fan et al. bound the chance that any of
+//! the `m` counters ever reaches `i`:
+//!
+//! ```text
+//!   P(some counter ≥ i) ≤ m · (e · ln 2 / i)^i,     for i = 16:  m · 1.37·10^-15
+//! ```
+//!
+//! so 4-bit counters suffice for sets: even a filter of 10^9 counters overflows with
+//! probability about 10^-6 (`tests/accuracy.rs` checks the saturation rate against the exact binomial
+//! tail). The bound is about distinct items: an item inserted 15 times saturates its own
+//! counters. For multisets with repeats use [`CounterWidth::Eight`] or
+//! [`CounterWidth::Sixteen`], at 2× and 4× the memory.
+//!
+//! A counter that reaches its maximum *saturates* and stays there: it no longer knows its
+//! count, so it is never decremented. It can only make false positives, never a false
+//! negative; [`CountingBloom::saturated_counters`] shows how many there are.
+//!
+//! ## Removing what was never inserted
+//!
+//! `remove` fails, and changes nothing, for an item the filter knows is absent (a counter
+//! is zero). It cannot refuse a *false positive*: an absent item whose counters are all above
+//! zero looks exactly like a member. Removing it decrements counters that members rely on,
+//! and a member whose only contribution to a counter is taken away becomes a false negative.
+//! At the design load about 70 % of a false positive's counters are at 1, so each such
+//! removal costs several members. Measured (`tests/laws.rs`): a 1 % filter holding 10^4
+//! members, asked to remove 10^5 items that were never inserted, refuses 99 229, removes the
+//! 771 false positives, and then misses 3 175 members. Every counting or fingerprint filter
+//! (cuckoo and quotient filters included) shares this limit; only removing items known to be
+//! members, as a cache that removes what it evicted does, keeps the no-false-negative
+//! guarantee.
+//!
+//! ## Merging counting filters
+//!
+//! Two counting filters of the same size, hashes, width and seed merge by adding counters,
+//! saturating at the maximum: the filter of the union of the two multisets. For insertions,
+//! `min(a + b, max)` is also what one filter that saw both streams holds, saturation
+//! included, so splitting a stream over partitions and merging gives exactly the one-pass
+//! filter (`tests/laws.rs`).
+//!
 //! # When not to use it
 //!
-//! * Items must be removed: use a counting Bloom filter (planned), or rebuild.
-//! * You need to list or count the items: a Bloom filter only answers "maybe" or "no".
+//! * Items must be removed but memory is tight: a counting Bloom filter takes 4× a Bloom
+//!   filter. Rebuilding a Bloom filter now and then, or a cuckoo filter (Fan et al., 2014:
+//!   deletions at about the size of a Bloom filter), may serve better.
+//! * Removals may name items that were never inserted (see above): keep the exact set, or
+//!   check against it before removing.
+//! * You need to list or count the items: a Bloom filter only answers "maybe" or "no", and a
+//!   counting filter's [`count`](CountingBloom::count) is only an upper bound; for how often
+//!   each item occurs use [`CountMin`](crate::frequency::CountMin).
 //! * The set is small: a `HashSet` of the items (or of their 64-bit hashes) may be smaller
 //!   than you think, and it is exact.
 //! * You need the last few percent of speed at a fixed memory: blocked Bloom filters keep
@@ -72,9 +136,16 @@
 //!   1970.
 //! * A. Kirsch, M. Mitzenmacher. *Less hashing, same performance: building a better Bloom
 //!   filter.* ESA 2006.
+//! * L. Fan, P. Cao, J. Almeida, A. Z. Broder. *Summary cache: a scalable wide-area web cache
+//!   sharing protocol.* IEEE/ACM Transactions on Networking 8(3), 2000 (counting Bloom filters
+//!   and the counter overflow bound).
+//! * B. Fan, D. G. Andersen, M. Kaminsky, M. D. Mitzenmacher. *Cuckoo filter: practically
+//!   better than Bloom.* CoNEXT 2014.
 //! * S. J. Swamidass, P. Baldi. *Mathematical correction for fingerprint similarity measures
 //!   to improve chemical retrieval.* J. Chem. Inf. Model. 47(3), 2007 (the item estimate).
 
 mod bloom;
+mod counting_bloom;
 
 pub use bloom::Bloom;
+pub use counting_bloom::{CounterWidth, CountingBloom};

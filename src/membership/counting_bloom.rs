@@ -1,0 +1,798 @@
+//! The counting Bloom filter. The teaching text is in the [family docs](super).
+
+use std::fmt;
+
+use bitvec::prelude::{BitVec, Lsb0};
+
+use super::bloom::{MAX_HASHES, Positions, optimal_size};
+use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, RemoveError, hashed_operator};
+use crate::hash::{DEFAULT_SEED, Hashable};
+use crate::membership::Bloom;
+
+/// The most bits of counters a filter may hold: 2^33, one GiB (2^31 four-bit counters).
+const MAX_COUNTER_BITS: u64 = 1 << 33;
+
+/// How many bits each counter of a [`CountingBloom`] has, and so where it saturates.
+///
+/// | width | saturates at | memory at 1 %, per item | use it for |
+/// |---|---|---|---|
+/// | [`Four`](Self::Four) (default) | 15 | 4.8 bytes | sets: every item inserted once at a time |
+/// | [`Eight`](Self::Eight) | 255 | 9.6 bytes | multisets with moderate repeats |
+/// | [`Sixteen`](Self::Sixteen) | 65 535 | 19.2 bytes | multisets with heavy repeats |
+///
+/// ```
+/// use synopses::membership::CounterWidth;
+///
+/// assert_eq!((CounterWidth::Four.bits(), CounterWidth::Four.max()), (4, 15));
+/// assert_eq!(CounterWidth::Sixteen.max(), 65_535);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CounterWidth {
+    /// 4-bit counters: enough for sets (Fan et al.; see the [family docs](super)).
+    Four,
+    /// 8-bit counters.
+    Eight,
+    /// 16-bit counters.
+    Sixteen,
+}
+
+impl CounterWidth {
+    /// Bits per counter: 4, 8 or 16.
+    ///
+    /// ```
+    /// # use synopses::membership::CounterWidth;
+    /// assert_eq!(CounterWidth::Eight.bits(), 8);
+    /// ```
+    pub const fn bits(self) -> u32 {
+        1 << self.log2()
+    }
+
+    /// The largest value a counter holds, `2^bits − 1`; a counter that reaches it is
+    /// *saturated* and stays there.
+    ///
+    /// ```
+    /// # use synopses::membership::CounterWidth;
+    /// assert_eq!(CounterWidth::Eight.max(), 255);
+    /// ```
+    pub const fn max(self) -> u32 {
+        (1 << self.bits()) - 1
+    }
+
+    const fn log2(self) -> u32 {
+        match self {
+            Self::Four => 2,
+            Self::Eight => 3,
+            Self::Sixteen => 4,
+        }
+    }
+
+    fn from_bits(bits: u8) -> Option<Self> {
+        match bits {
+            4 => Some(Self::Four),
+            8 => Some(Self::Eight),
+            16 => Some(Self::Sixteen),
+            _ => None,
+        }
+    }
+}
+
+/// A counting Bloom filter: a Bloom filter whose bits are small counters, so items can be
+/// removed as well as inserted. See the [family docs](super).
+///
+/// * `contains` never answers `false` for an item that is in the filter, as long as only
+///   items that are in it are removed; it answers `true` for one that is not with the
+///   false-positive probability of a [`Bloom`] filter of the same size.
+/// * `remove` of an item that is certainly absent (a counter is zero) is an error and
+///   changes nothing.
+/// * A counter that reaches its maximum stays there (sticky saturation): it is never
+///   decremented again, so it can cause false positives but never a false negative.
+///
+/// ```
+/// use synopses::membership::CountingBloom;
+///
+/// let mut sessions = CountingBloom::with_false_positive_rate(10_000, 0.01)?; // 47 KiB
+/// for id in 0..10_000_u64 {
+///     sessions.observe(id);
+/// }
+/// for id in 0..5_000_u64 {
+///     sessions.remove(id)?; // those sessions ended
+/// }
+/// assert!((5_000..10_000_u64).all(|id| sessions.contains(id)));
+/// let still_there = (0..5_000_u64).filter(|&id| sessions.contains(id)).count();
+/// assert!(still_there < 100); // false positives, about 0.1 % at half the design load
+/// # Ok::<(), synopses::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct CountingBloom {
+    /// The counters, packed little-end first: counter `i` is bits
+    /// `(i mod c)·w ..< (i mod c + 1)·w` of word `i / c`, with `w` bits per counter and
+    /// `c = 64 / w` counters per word. A counter never straddles two words.
+    ///
+    /// ```text
+    ///   4-bit counters, word 0:   bit 63 ...                 ... bit 0
+    ///                             [c15][c14] ... [c2][c1][c0]
+    /// ```
+    words: Vec<u64>,
+    counters: u64,
+    hashes: u32,
+    width: CounterWidth,
+    seed: u64,
+    items: u64,
+}
+
+impl CountingBloom {
+    /// A filter of `counters` 4-bit counters, `hashes` per item, with the default seed.
+    ///
+    /// `counters` must be in `1..=2^31` (at most 1 GiB of counters) and `hashes` in `1..=32`.
+    ///
+    /// ```
+    /// use synopses::membership::{CounterWidth, CountingBloom};
+    ///
+    /// let f = CountingBloom::new(9_585_059, 7)?;
+    /// assert_eq!((f.counters(), f.hashes(), f.counter_width()), (9_585_059, 7, CounterWidth::Four));
+    /// assert!(CountingBloom::new(0, 7).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn new(counters: u64, hashes: u32) -> Result<Self, ConfigError> {
+        Self::with_params(counters, hashes, CounterWidth::Four, DEFAULT_SEED)
+    }
+
+    /// A filter of `counters` counters of the given width, `hashes` per item, hashing with
+    /// `seed`. The counters may take at most 2^33 bits (1 GiB) together.
+    ///
+    /// ```
+    /// use synopses::membership::{CounterWidth, CountingBloom};
+    ///
+    /// let f = CountingBloom::with_params(1 << 20, 5, CounterWidth::Eight, 42)?;
+    /// assert_eq!((f.counter_width(), f.seed()), (CounterWidth::Eight, 42));
+    /// assert!(CountingBloom::with_params(1 << 31, 5, CounterWidth::Sixteen, 42).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_params(counters: u64, hashes: u32, width: CounterWidth, seed: u64) -> Result<Self, ConfigError> {
+        if !(1..=MAX_COUNTER_BITS >> width.log2()).contains(&counters) {
+            return Err(ConfigError::new("counters", counters, "at least 1, and at most 2^33 bits of counters"));
+        }
+        if !(1..=MAX_HASHES).contains(&hashes) {
+            return Err(ConfigError::new("hashes", hashes, "an integer in 1..=32"));
+        }
+        let Ok(words) = usize::try_from((counters << width.log2()).div_ceil(64)) else {
+            return Err(ConfigError::new("counters", counters, "a length this platform can address"));
+        };
+        Ok(Self { words: vec![0; words], counters, hashes, width, seed, items: 0 })
+    }
+
+    /// The smallest filter of 4-bit counters whose false-positive rate after
+    /// `expected_items` distinct items is at most `false_positive_rate`, sized as
+    /// [`Bloom::with_false_positive_rate`] sizes its bits: `m = ⌈−n·ln p / (ln 2)²⌉` counters
+    /// and `k = round(m/n · ln 2)` hashes. For wider counters, follow with
+    /// [`with_counter_width`](Self::with_counter_width).
+    ///
+    /// ```
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let f = CountingBloom::with_false_positive_rate(1_000_000, 0.01)?;
+    /// assert_eq!((f.counters(), f.hashes()), (9_585_059, 7));
+    /// assert_eq!(f.size_in_bytes() / 1_000_000, 4); // 4.8 bytes per item
+    /// assert!(CountingBloom::with_false_positive_rate(0, 0.01).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_false_positive_rate(expected_items: u64, false_positive_rate: f64) -> Result<Self, ConfigError> {
+        let max = MAX_COUNTER_BITS >> CounterWidth::Four.log2();
+        let (counters, hashes) = optimal_size(expected_items, false_positive_rate, max, "at most 2^31 counters")?;
+        Self::new(counters, hashes)
+    }
+
+    /// A copy of this filter with counters of another width. Widening keeps every count, and
+    /// a saturated counter stays saturated (its true count is unknown); narrowing saturates
+    /// the counters that do not fit. Either way no item that is in the filter goes missing.
+    ///
+    /// ```
+    /// use synopses::membership::{CounterWidth, CountingBloom};
+    ///
+    /// let mut f = CountingBloom::with_false_positive_rate(1000, 0.01)?;
+    /// f.observe("x");
+    /// let wide = f.with_counter_width(CounterWidth::Sixteen)?;
+    /// assert!(wide.contains("x") && wide.counter_width() == CounterWidth::Sixteen);
+    /// assert_eq!(wide.with_counter_width(CounterWidth::Four)?, f);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_counter_width(&self, width: CounterWidth) -> Result<Self, ConfigError> {
+        let mut out = Self::with_params(self.counters, self.hashes, width, self.seed)?;
+        out.items = self.items;
+        let (old_max, new_max) = (self.width.max(), width.max());
+        for i in 0..self.counters as usize {
+            let c = self.counter(i);
+            let converted = if c == old_max || c > new_max { new_max } else { c };
+            out.set_counter(i, converted);
+        }
+        Ok(out)
+    }
+
+    /// The number of counters `m`.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// assert_eq!(CountingBloom::new(1000, 3)?.counters(), 1000);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn counters(&self) -> u64 {
+        self.counters
+    }
+
+    /// The number of counters each item touches, `k`.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// assert_eq!(CountingBloom::new(1000, 3)?.hashes(), 3);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn hashes(&self) -> u32 {
+        self.hashes
+    }
+
+    /// The width of the counters.
+    ///
+    /// ```
+    /// use synopses::membership::{CounterWidth, CountingBloom};
+    /// assert_eq!(CountingBloom::new(1000, 3)?.counter_width(), CounterWidth::Four);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn counter_width(&self) -> CounterWidth {
+        self.width
+    }
+
+    /// The hash seed.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// assert_eq!(CountingBloom::new(1000, 3)?.seed(), synopses::hash::DEFAULT_SEED);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The number of items in the filter, counted with multiplicity: insertions minus
+    /// successful removals (never below zero), summed over merges. Exact as long as only
+    /// items that are in the filter are removed.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe_all(["a", "b", "a"]);
+    /// f.remove("a")?;
+    /// assert_eq!(f.items(), 2);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    /// Inserts an item: adds one to each of its `k` counters, except those already saturated.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe("cat");
+    /// assert!(f.contains("cat"));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn observe<T: Hashable>(&mut self, item: T) {
+        self.observe_hash(item.hash64(self.seed));
+    }
+
+    /// Inserts every item of an iterator.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe_all(["a", "b"]);
+    /// assert!(f.contains("a") && f.contains("b"));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_all<T: Hashable, I: IntoIterator<Item = T>>(&mut self, items: I) {
+        for item in items {
+            self.observe(item);
+        }
+    }
+
+    /// Inserts an item by its 64-bit hash (see
+    /// [`HyperLogLog::observe_hash`](crate::cardinality::HyperLogLog::observe_hash)).
+    ///
+    /// ```
+    /// use synopses::hash::Hashable;
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe_hash("cat".hash64(f.seed()));
+    /// assert!(f.contains("cat"));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn observe_hash(&mut self, hash: u64) {
+        self.items = self.items.saturating_add(1);
+        let log2 = self.width.log2();
+        let max = u64::from(self.width.max());
+        for position in Positions::new(hash, self.counters, self.hashes) {
+            let (index, shift) = locate(position, log2);
+            if let Some(word) = self.words.get_mut(index) {
+                // Branch-free sticky saturation: add 1 unless the counter is at its maximum.
+                *word += u64::from(*word >> shift & max != max) << shift;
+            }
+        }
+    }
+
+    /// Removes one occurrence of an item: subtracts one from each of its `k` counters,
+    /// except saturated ones, which stay saturated.
+    ///
+    /// If the item is certainly not in the filter (one of its counters is zero) this returns
+    /// [`RemoveError`] and changes nothing.
+    ///
+    /// Remove only items that are in the filter. An item that was never inserted but is a
+    /// false positive (all its counters are non-zero) cannot be told apart from a member: it
+    /// is removed, and its decrements can turn members that share its counters into false
+    /// negatives. The [family docs](super#removing-what-was-never-inserted) measure this.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe("cat");
+    /// f.remove("cat")?;
+    /// assert!(!f.contains("cat"));
+    /// assert!(f.remove("cat").is_err()); // gone: nothing changes
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn remove<T: Hashable>(&mut self, item: T) -> Result<(), RemoveError> {
+        self.remove_hash(item.hash64(self.seed))
+    }
+
+    /// Removes one occurrence of an item given by its 64-bit hash; see
+    /// [`remove`](Self::remove).
+    ///
+    /// ```
+    /// use synopses::hash::Hashable;
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe("cat");
+    /// f.remove_hash("cat".hash64(f.seed()))?;
+    /// assert!(!f.contains("cat"));
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn remove_hash(&mut self, hash: u64) -> Result<(), RemoveError> {
+        let log2 = self.width.log2();
+        let max = u64::from(self.width.max());
+        // Decrement as we go, and undo on a zero counter. An item's k positions may repeat
+        // (two hashes landing on one counter); its insertion then added 2 there, and going
+        // through them in order subtracts 2, failing only if fewer than 2 are left.
+        for (done, position) in Positions::new(hash, self.counters, self.hashes).enumerate() {
+            let (index, shift) = locate(position, log2);
+            let Some(word) = self.words.get_mut(index) else { continue };
+            match *word >> shift & max {
+                0 => {
+                    self.undo_removal(hash, done);
+                    return Err(RemoveError::new());
+                }
+                c if c == max => {}
+                _ => *word -= 1 << shift,
+            }
+        }
+        self.items = self.items.saturating_sub(1);
+        Ok(())
+    }
+
+    /// Adds back the decrements of the first `done` positions of a failed removal. A counter
+    /// that was decremented is below the maximum; one that was saturated was left alone.
+    #[cold]
+    fn undo_removal(&mut self, hash: u64, done: usize) {
+        let log2 = self.width.log2();
+        let max = u64::from(self.width.max());
+        for position in Positions::new(hash, self.counters, self.hashes).take(done) {
+            let (index, shift) = locate(position, log2);
+            if let Some(word) = self.words.get_mut(index) {
+                *word += u64::from(*word >> shift & max != max) << shift;
+            }
+        }
+    }
+
+    /// Whether the item may be in the filter: `false` is certain (given that only members
+    /// were removed), `true` is wrong with the false-positive probability.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe(1_u64);
+    /// assert!(f.contains(1_u64));
+    /// assert!(!f.contains(2_u64));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn contains<T: Hashable>(&self, item: T) -> bool {
+        self.contains_hash(item.hash64(self.seed))
+    }
+
+    /// Whether an item given by its 64-bit hash may be in the filter.
+    ///
+    /// ```
+    /// use synopses::hash::Hashable;
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe("cat");
+    /// assert!(f.contains_hash("cat".hash64(f.seed())));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        let log2 = self.width.log2();
+        let max = u64::from(self.width.max());
+        // No early exit, as in `Bloom::contains_hash`: the k loads go out together.
+        Positions::new(hash, self.counters, self.hashes).fold(true, |all, position| {
+            let (index, shift) = locate(position, log2);
+            all & self.words.get(index).is_some_and(|word| word >> shift & max != 0)
+        })
+    }
+
+    /// How many times the item may be in the filter: the smallest of its counters. Never
+    /// below the true multiplicity while no counter of the item saturated and only members
+    /// were removed; above it when other items share all its counters. A result equal to
+    /// [`CounterWidth::max`] means "at least that many, or saturated".
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe_all(["a", "a", "b"]);
+    /// assert_eq!(f.count("a"), 2);
+    /// assert_eq!(f.count("z"), 0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn count<T: Hashable>(&self, item: T) -> u32 {
+        Positions::new(item.hash64(self.seed), self.counters, self.hashes)
+            .map(|position| self.counter(position))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The number of saturated counters: counters that reached [`CounterWidth::max`] and can
+    /// no longer count down. Each one is a permanent false-positive risk (never a false
+    /// negative); if they become common, use wider counters. O(m).
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// assert_eq!(f.saturated_counters(), 0);
+    /// for _ in 0..20 {
+    ///     f.observe("hot"); // 20 > 15: its counters saturate
+    /// }
+    /// assert!((1..=3).contains(&f.saturated_counters()));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn saturated_counters(&self) -> u64 {
+        let w = self.width.bits();
+        let lanes = lane_bases(w);
+        // A lane is saturated when all its w bits are set: AND the word with itself shifted by
+        // 1..w, so a lane's lowest bit survives only if every bit of the lane is 1.
+        self.words
+            .iter()
+            .map(|&word| u64::from(((1..w).fold(word, |all, s| all & word >> s) & lanes).count_ones()))
+            .sum()
+    }
+
+    /// The number of counters above zero: the bits a [`Bloom`] filter of the same items would
+    /// have set. O(m).
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe("x");
+    /// assert!((1..=3).contains(&f.nonzero_counters()));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn nonzero_counters(&self) -> u64 {
+        let w = self.width.bits();
+        let lanes = lane_bases(w);
+        self.words
+            .iter()
+            .map(|&word| u64::from(((1..w).fold(word, |any, s| any | word >> s) & lanes).count_ones()))
+            .sum()
+    }
+
+    /// The false-positive rate of this filter as it stands: `(nonzero counters / m)^k`. O(m).
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let mut f = CountingBloom::with_false_positive_rate(1000, 0.01)?;
+    /// f.observe_all(0..1000_u64);
+    /// assert!((f.false_positive_rate() - 0.01).abs() < 0.005);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn false_positive_rate(&self) -> f64 {
+        (self.nonzero_counters() as f64 / self.counters as f64).powi(self.hashes as i32)
+    }
+
+    /// The false-positive rate expected with `items` distinct items in the filter:
+    /// `(1 − e^(−k·n/m))^k`, as for [`Bloom::expected_false_positive_rate`].
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let f = CountingBloom::with_false_positive_rate(1_000_000, 0.01)?;
+    /// assert!((f.expected_false_positive_rate(1_000_000) - 0.01).abs() < 1e-4);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
+        let k = f64::from(self.hashes);
+        (1.0 - (-k * items as f64 / self.counters as f64).exp()).powf(k)
+    }
+
+    /// The Bloom filter of the same items: a bit set wherever a counter is above zero, with
+    /// the same size, hashes and seed, so it answers `contains` exactly as this filter does
+    /// in an eighth (or less) of the memory. Use it to ship a read-only copy.
+    ///
+    /// ```
+    /// use synopses::membership::{Bloom, CountingBloom};
+    ///
+    /// let mut counting = CountingBloom::new(1000, 3)?;
+    /// let mut plain = Bloom::new(1000, 3)?;
+    /// counting.observe_all(["a", "b"]);
+    /// plain.observe_all(["a", "b"]);
+    /// assert_eq!(counting.to_bloom(), plain);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn to_bloom(&self) -> Bloom {
+        let mut bits: BitVec<u64, Lsb0> = BitVec::repeat(false, self.counters as usize);
+        for i in 0..self.counters as usize {
+            if self.counter(i) != 0 {
+                bits.set(i, true);
+            }
+        }
+        Bloom::from_parts(bits, self.hashes, self.seed)
+    }
+
+    /// Bytes of memory the filter holds (the struct and its counter words).
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// let f = CountingBloom::new(1 << 20, 7)?;
+    /// assert_eq!(f.size_in_bytes(), std::mem::size_of::<CountingBloom>() + (1 << 20) / 2);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn size_in_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + 8 * self.words.len()
+    }
+
+    /// Merges `other` into `self` by adding counters, saturating at the maximum: the filter
+    /// of both multisets. Counters, hashes, width and seed must match; otherwise `self` is
+    /// unchanged and a [`MergeError`] is returned.
+    ///
+    /// ```
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let mut a = CountingBloom::new(1000, 3)?;
+    /// let mut b = CountingBloom::new(1000, 3)?;
+    /// a.observe("x");
+    /// b.observe("x");
+    /// a.merge(&b)?;
+    /// assert_eq!(a.count("x"), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        MergeError::check("counters", self.counters, other.counters)?;
+        MergeError::check("hashes", self.hashes, other.hashes)?;
+        MergeError::check("counter width", self.width.bits(), other.width.bits())?;
+        MergeError::check("seed", self.seed, other.seed)?;
+        let w = self.width.bits();
+        for (a, &b) in self.words.iter_mut().zip(&other.words) {
+            *a = saturating_add_lanes(*a, b, w);
+        }
+        self.items = self.items.saturating_add(other.items);
+        Ok(())
+    }
+
+    /// Encodes the filter in the crate's [binary format](crate::codec), family code 6.
+    ///
+    /// Body: counters (u64), counter width in bits (u8: 4, 8 or 16), hashes (u8), seed (u64),
+    /// items (u64), then the counters packed as in memory, in `⌈m·w/64⌉` little-endian u64
+    /// words; the bits past the last counter are zero.
+    ///
+    /// ```
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let f = CountingBloom::new(100, 3)?; // 400 bits of counters: 7 words
+    /// assert_eq!(f.to_bytes().len(), 4 + 26 + 8 * 7 + 8);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new(Family::CountingBloom, 26 + 8 * self.words.len());
+        w.put_u64(self.counters);
+        w.put_u8(self.width.bits() as u8);
+        w.put_u8(self.hashes as u8);
+        w.put_u64(self.seed);
+        w.put_u64(self.items);
+        let out = w.put_zeroed(8 * self.words.len());
+        for (bytes, word) in out.chunks_exact_mut(8).zip(&self.words) {
+            bytes.copy_from_slice(&word.to_le_bytes());
+        }
+        w.finish()
+    }
+
+    /// Decodes a filter written by [`to_bytes`](Self::to_bytes), validating every field.
+    ///
+    /// ```
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let mut f = CountingBloom::new(100, 3)?;
+    /// f.observe("x");
+    /// assert_eq!(CountingBloom::from_bytes(&f.to_bytes())?, f);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::open(bytes, Family::CountingBloom)?;
+        let counters = r.u64()?;
+        let width = CounterWidth::from_bits(r.u8()?)
+            .ok_or(DecodeError::InvalidField { field: "counter width", reason: "not 4, 8 or 16 bits" })?;
+        let hashes = u32::from(r.u8()?);
+        let seed = r.u64()?;
+        let items = r.u64()?;
+        if !(1..=MAX_COUNTER_BITS >> width.log2()).contains(&counters) || !(1..=MAX_HASHES).contains(&hashes) {
+            return Err(DecodeError::InvalidField {
+                field: "counters and hashes",
+                reason: "outside the supported sizes",
+            });
+        }
+        let used_bits = counters << width.log2();
+        let words = used_bits.div_ceil(64) as usize;
+        r.expect_items(words, 8)?;
+        let mut raw = Vec::with_capacity(words);
+        for _ in 0..words {
+            raw.push(r.u64()?);
+        }
+        r.finish()?;
+        let spare = (words as u64 * 64 - used_bits) as u32;
+        if spare > 0 && raw.last().is_some_and(|&w| w >> (64 - spare) != 0) {
+            return Err(DecodeError::InvalidField { field: "counters", reason: "bits set past the last counter" });
+        }
+        Ok(Self { words: raw, counters, hashes, width, seed, items })
+    }
+
+    /// Counter `i`.
+    fn counter(&self, i: usize) -> u32 {
+        let (index, shift) = locate(i, self.width.log2());
+        self.words.get(index).map_or(0, |word| (word >> shift & u64::from(self.width.max())) as u32)
+    }
+
+    /// Sets counter `i` to `value`, which must fit in the width.
+    fn set_counter(&mut self, i: usize, value: u32) {
+        let (index, shift) = locate(i, self.width.log2());
+        let max = u64::from(self.width.max());
+        if let Some(word) = self.words.get_mut(index) {
+            *word = *word & !(max << shift) | u64::from(value) << shift;
+        }
+    }
+}
+
+/// The word and the bit offset of counter `position`, for counters of `2^log2` bits.
+#[inline]
+fn locate(position: usize, log2: u32) -> (usize, u32) {
+    let per_word_log2 = 6 - log2;
+    (position >> per_word_log2, ((position & ((1 << per_word_log2) - 1)) << log2) as u32)
+}
+
+/// A word with the lowest bit of every `w`-bit lane set: `0x1111…` for `w = 4`.
+fn lane_bases(w: u32) -> u64 {
+    u64::MAX / ((1 << w) - 1)
+}
+
+/// Adds two words of packed `w`-bit counters lane by lane, each sum saturating at `2^w − 1`.
+///
+/// The even lanes and the odd lanes are added separately, each lane then having `w` free bits
+/// above it, so a sum (at most `2^(w+1) − 2`) cannot carry into its neighbour; bit `w` of a
+/// sum says it overflowed, and multiplying that bit by the lane maximum saturates the lane:
+///
+/// ```text
+///   w = 4:   a = …[ 9][ 3]   b = …[ 8][15]     even lanes of a + b in 8-bit lanes:
+///            0x…0903 & 0x00FF… → 9+8 = 0x11 (bit 4 set: saturate → 0xF), 3+15 = 0x12 (→ 0xF)
+/// ```
+#[inline]
+fn saturating_add_lanes(a: u64, b: u64, w: u32) -> u64 {
+    let max = (1u64 << w) - 1;
+    // w ones then w zeros, repeated: the even lanes.
+    let even = u64::MAX / ((1u64 << w) + 1);
+    let saturate = |sum: u64| (sum & even) | (((sum >> w) & lane_bases(2 * w)) * max);
+    let low = saturate((a & even) + (b & even));
+    let high = saturate((a >> w & even) + (b >> w & even));
+    low | high << w
+}
+
+impl fmt::Debug for CountingBloom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CountingBloom")
+            .field("counters", &self.counters)
+            .field("hashes", &self.hashes)
+            .field("counter_width", &self.width)
+            .field("seed", &self.seed)
+            .field("items", &self.items)
+            .field("saturated_counters", &self.saturated_counters())
+            .finish()
+    }
+}
+
+hashed_operator!(CountingBloom);
+
+impl Mergeable for CountingBloom {
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        CountingBloom::merge(self, other)
+    }
+
+    fn empty_like(&self) -> Self {
+        Self { words: vec![0; self.words.len()], items: 0, ..*self }
+    }
+}
+
+serde_via_bytes!(CountingBloom);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference for `saturating_add_lanes`: lane by lane, the slow way.
+    fn lanes_reference(a: u64, b: u64, w: u32) -> u64 {
+        let max = (1u64 << w) - 1;
+        (0..64 / w).fold(0, |out, lane| {
+            let (x, y) = (a >> (lane * w) & max, b >> (lane * w) & max);
+            out | (x + y).min(max) << (lane * w)
+        })
+    }
+
+    #[test]
+    fn saturating_add_matches_lane_by_lane() {
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = || {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state ^ state >> 29
+        };
+        for w in [4, 8, 16] {
+            for (a, b) in [(0, 0), (u64::MAX, 1), (u64::MAX, u64::MAX), (0x8888_8888_8888_8888, 0x8888_8888_8888_8888)]
+            {
+                assert_eq!(saturating_add_lanes(a, b, w), lanes_reference(a, b, w), "w = {w}");
+            }
+            for _ in 0..10_000 {
+                let (a, b) = (next(), next());
+                assert_eq!(saturating_add_lanes(a, b, w), lanes_reference(a, b, w), "w = {w}, {a:#x} + {b:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn lane_counts_match_counter_by_counter() {
+        for width in [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen] {
+            let mut f = CountingBloom::with_params(100, 3, width, 7).expect("valid");
+            for (i, value) in
+                [0, 1, width.max(), 2, width.max(), 0, width.max() - 1].into_iter().cycle().take(100).enumerate()
+            {
+                f.set_counter(i, value);
+            }
+            let saturated = (0..100).filter(|&i| f.counter(i) == width.max()).count() as u64;
+            let nonzero = (0..100).filter(|&i| f.counter(i) != 0).count() as u64;
+            assert_eq!((f.saturated_counters(), f.nonzero_counters()), (saturated, nonzero), "{width:?}");
+        }
+    }
+
+    #[test]
+    fn a_failed_removal_changes_nothing_even_with_repeated_positions() {
+        // With 2 counters and 8 hashes every item repeats positions.
+        let mut f = CountingBloom::with_params(2, 8, CounterWidth::Four, 1).expect("valid");
+        f.observe(1_u64);
+        let before = f.clone();
+        for item in 2..200_u64 {
+            if f.remove(item).is_err() {
+                assert_eq!(f, before, "item {item}");
+            } else {
+                f = before.clone();
+            }
+        }
+        f.remove(1_u64).expect("inserted");
+        assert_eq!(f.words, vec![0]);
+    }
+}
