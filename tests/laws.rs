@@ -362,6 +362,26 @@ proptest! {
         prop_assert_eq!(batch, single);
     }
 
+    /// Count-Min's batch path (the depth as a constant for depths 1 to 8, the run-time depth
+    /// above) gives the state of observing one by one, for both rules, and from a start whose
+    /// total is within a few counts of saturating.
+    #[test]
+    fn cm_observe_all_equals_one_by_one(
+        width in 1_u32..300, depth in 1_u32..12, conservative in any::<bool>(),
+        head in 0_u64..=u64::MAX, near_full in any::<bool>(), items in items(),
+    ) {
+        let update = if conservative { Update::Conservative } else { Update::Standard };
+        let mut batch = CountMin::with_params(width, depth, 9, update).unwrap();
+        batch.observe_weighted(0_u64, if near_full { u64::MAX - 3 } else { head % 1000 });
+        let mut single = batch.clone();
+        batch.observe_all(&items);
+        items.iter().for_each(|x| single.observe(x));
+        prop_assert_eq!(&batch, &single);
+        for k in 0..20_u64 {
+            prop_assert_eq!(batch.estimate(k), single.estimate(k));
+        }
+    }
+
     /// Reducing a sketch to a lower precision gives the sketch that precision would have built.
     #[test]
     fn hll_reduce_equals_direct(p in 5_u8..=12, drop in 1_u8..=4, items in items()) {

