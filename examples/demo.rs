@@ -1,6 +1,6 @@
-//! The crate's demonstration: how many distinct users visited the site? Every cardinality
-//! sketch answers from a built-in stream of page views, next to the exact answer of a
-//! `HashSet`.
+//! The crate's demonstration: a built-in stream of page views, and three questions about it,
+//! each answered by the synopses next to the exact answer of a `HashSet` or `HashMap`. How
+//! many distinct users visited? Who are the most active? Was this user active lately?
 //!
 //! ```text
 //! cargo run --release --example demo
@@ -17,13 +17,21 @@
 //! the serialized size against the `HashSet`'s, and the cost per observed item. It then
 //! splits the stream in four parts, sketches each part alone, merges the sketches, and checks
 //! that the result is exactly the sketch of the whole stream.
+//!
+//! Then the most active users, from a heavy-hitters summary and a Count-Min sketch, against
+//! exact counts; and a sliding window of the last views kept in counting Bloom filters of 4,
+//! 8 and 16 bits per counter, which insert each view as it arrives and remove it as it
+//! leaves the window: no active user is ever missed, and narrow counters saturate under the
+//! most active users' repeats.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::error::Error;
 use std::time::Instant;
 
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::core::{Bounds, Confidence, Mergeable};
+use synopses::frequency::{CountMin, HeavyHitters};
+use synopses::membership::{CounterWidth, CountingBloom};
 
 /// Page views in the stream.
 const EVENTS: usize = 2_000_000;
@@ -35,6 +43,10 @@ const ZIPF_EXPONENT: f64 = 1.0;
 const SEED: u64 = 0x5EED_2024;
 /// Parts of the stream in the merge demonstration.
 const PARTS: usize = 4;
+/// Users listed in the frequency table.
+const TOP: usize = 5;
+/// Page views in the sliding window of the membership demonstration.
+const WINDOW: usize = 100_000;
 /// The confidence of the bounds in the table.
 const CONFIDENCE: Confidence = Confidence::TwoSigma;
 
@@ -304,6 +316,107 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!();
 
     parallel(&events, &single, single_ns, truth)?;
+    println!();
+    frequency(&events)?;
+    println!();
+    membership(&events)?;
+    Ok(())
+}
+
+/// Who are the most active users? A heavy-hitters summary lists them with guaranteed bounds;
+/// a Count-Min sketch estimates any user's count.
+fn frequency(events: &[u64]) -> Result<(), Box<dyn Error>> {
+    let (exact, map_ns) = timed(HashMap::new(), events, |m, user| *m.entry(user).or_insert(0_u64) += 1);
+    let (top, top_ns) = timed(HeavyHitters::new(100)?, events, |h, user| h.observe(user));
+    let (cm, cm_ns) = timed(CountMin::with_error(0.0005, 0.001)?, events, |c, user| c.observe(user));
+    println!("Who are the most active users? Exact HashMap counts ({map_ns:.1} ns per view) against:");
+    println!(
+        "  HeavyHitters k=100 (Misra–Gries): counts at most {} below the truth, always; {:.1} ns per view",
+        grouped(top.error()),
+        top_ns,
+    );
+    println!(
+        "  CountMin {}×{}: at most ε·N = {} above the truth with probability {:.1} %, never below; {} bytes, {cm_ns:.1} ns per view",
+        cm.width(),
+        cm.depth(),
+        count(cm.epsilon() * events.len() as f64),
+        100.0 * (1.0 - cm.delta()),
+        grouped(cm.size_in_bytes() as u64),
+    );
+    let header =
+        format!("{:<6} {:>8} {:>9} {:>21} {:>10} {:>8}", "user", "exact", "HH count", "HH bounds", "CountMin", "over");
+    println!("{header}");
+    println!("{}", "─".repeat(header.chars().count()));
+    for (user, kept) in top.top(TOP) {
+        let truth = exact.get(&user).copied().unwrap_or(0);
+        let b = top.bounds(&user);
+        let estimate = cm.estimate(user);
+        println!(
+            "{user:<6} {:>8} {:>9} {:>21} {:>10} {:>8}",
+            grouped(truth),
+            grouped(kept),
+            format!("{} – {}", count(b.lower), count(b.upper)),
+            grouped(estimate),
+            format!("+{}", estimate - truth),
+        );
+        if !b.contains(truth as f64) || estimate < truth {
+            return Err(format!("user {user}: a guarantee failed").into());
+        }
+    }
+    Ok(())
+}
+
+/// Was this user active in the last `WINDOW` views? Counting Bloom filters insert each view
+/// and remove it when it leaves the window; the exact answer is a count per user.
+fn membership(events: &[u64]) -> Result<(), Box<dyn Error>> {
+    let (head, rest) = events.split_at(WINDOW);
+    let in_window: HashSet<u64> = events[events.len() - WINDOW..].iter().copied().collect();
+    println!(
+        "Was this user active in the last {} views? {} users were, at the end. Counting Bloom filters sized for 1 %",
+        grouped(WINDOW as u64),
+        grouped(in_window.len() as u64),
+    );
+    println!("at that many users insert each view and remove it when it leaves the window:");
+    let header = format!(
+        "{:<8} {:>11} {:>10} {:>10} {:>17} {:>13} {:>8}",
+        "counters", "memory B", "ns/view", "missed", "false positives", "saturated", "items"
+    );
+    println!("{header}");
+    println!("{}", "─".repeat(header.chars().count()));
+    let sized = CountingBloom::with_false_positive_rate(in_window.len() as u64, 0.01)?;
+    let outside: Vec<u64> = (1..=USERS as u64).filter(|u| !in_window.contains(u)).collect();
+    for width in [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen] {
+        let mut filter = sized.with_counter_width(width)?;
+        head.iter().for_each(|&user| filter.observe(user));
+        let start = Instant::now();
+        for (&arriving, &leaving) in rest.iter().zip(events) {
+            filter.observe(arriving);
+            filter.remove(leaving)?; // it was inserted WINDOW views ago
+        }
+        let ns = start.elapsed().as_nanos() as f64 / rest.len() as f64;
+        let missed = in_window.iter().filter(|&&u| !filter.contains(u)).count();
+        let false_positives = outside.iter().filter(|&&u| filter.contains(u)).count();
+        println!(
+            "{:<8} {:>11} {:>10.1} {:>10} {:>17} {:>13} {:>8}",
+            format!("{} bits", width.bits()),
+            grouped(filter.size_in_bytes() as u64),
+            ns,
+            missed,
+            format!("{:.2} %", 100.0 * false_positives as f64 / outside.len() as f64),
+            grouped(filter.saturated_counters()),
+            grouped(filter.items()),
+        );
+        if missed > 0 {
+            return Err("a counting Bloom filter missed an active user".into());
+        }
+    }
+    println!(
+        "(A view is a pair of insert and remove, so ns/view covers both. The most active users repeat thousands of times in a window:"
+    );
+    println!(
+        " their counters saturate at 15 or 255 and stay set. Harmless while those users stay active; were they to leave, the"
+    );
+    println!(" stuck counters could cause false positives, never a miss. 16 bits keep count.)");
     Ok(())
 }
 

@@ -308,6 +308,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// ```
     pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         MergeError::check("capacity", self.capacity, other.capacity)?;
+        self.counts.reserve(other.counts.len());
         for (&h, (item, c)) in &other.counts {
             let (_, mine) = self.counts.entry(h).or_insert_with(|| (item.clone(), 0));
             *mine = mine.saturating_add(*c);
