@@ -80,11 +80,15 @@ pub(crate) enum Family {
     Bloom = 4,
     HeavyHitters = 5,
     CountingBloom = 6,
+    Reservoir = 7,
+    WeightedReservoir = 8,
+    PrioritySample = 9,
 }
 
 /// An item that a synopsis which keeps items (such as
 /// [`HeavyHitters`](crate::frequency::HeavyHitters)) can store in its encoding: a canonical,
-/// portable byte form. Implemented for the integer types (little-endian), and for `String`
+/// portable byte form. Implemented for the integer and floating-point types (little-endian),
+/// for pairs of items, and for `String`
 /// and `Vec<u8>` (a u32 length, then the bytes; items of 4 GiB or more are not supported);
 /// implement it for your own types to serialize summaries of them.
 ///
@@ -136,7 +140,29 @@ macro_rules! fixed_width_item {
         }
     )*};
 }
-fixed_width_item!(u8, u16, u32, u64, u128, i8, i16, i32, i64, i128);
+fixed_width_item!(u8, u16, u32, u64, u128, i8, i16, i32, i64, i128, f32, f64);
+
+/// A pair: the first item's encoding, then the second's.
+///
+/// ```
+/// use synopses::codec::Item;
+///
+/// let mut out = Vec::new();
+/// (7_u32, "x".to_string()).encode(&mut out);
+/// assert_eq!(<(u32, String)>::decode(&out), Some(((7, "x".to_string()), out.len())));
+/// ```
+impl<A: Item, B: Item> Item for (A, B) {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.0.encode(out);
+        self.1.encode(out);
+    }
+
+    fn decode(bytes: &[u8]) -> Option<(Self, usize)> {
+        let (a, used) = A::decode(bytes)?;
+        let (b, more) = B::decode(bytes.get(used..)?)?;
+        Some(((a, b), used + more))
+    }
+}
 
 /// A u32 length, then that many bytes.
 fn length_prefixed(bytes: &[u8]) -> Option<(&[u8], usize)> {

@@ -100,5 +100,6 @@ pub mod core;
 pub mod frequency;
 pub mod hash;
 pub mod membership;
+pub mod sampling;
 
 pub use crate::core::{ConfigError, DecodeError, Error, MergeError, RemoveError};

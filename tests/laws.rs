@@ -595,3 +595,183 @@ fn removing_false_positives_is_outside_the_contract() -> Result<(), Box<dyn std:
     assert_eq!(filter.items(), MEMBERS / 2);
     Ok(())
 }
+
+mod sampling {
+    use super::*;
+    use synopses::core::Weight;
+    use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
+
+    /// Three instances of distinct random streams, as parts of one stream would be.
+    fn parts(capacity: usize, streams: [&[u64]; 3]) -> [Reservoir<u64>; 3] {
+        let whole = Reservoir::new(capacity, 7).unwrap();
+        let mut out = [0, 1, 2].map(|i| whole.empty_part(i));
+        for (r, items) in out.iter_mut().zip(streams) {
+            r.observe_all(items.iter().copied());
+        }
+        out
+    }
+
+    fn merged<S: Mergeable + Clone>(a: &S, b: &S) -> S {
+        let mut out = a.clone();
+        out.merge(b).expect("distinct streams");
+        out
+    }
+
+    /// A sample as a comparable value: the items in key order, and the count.
+    fn content(r: &Reservoir<u64>) -> (Vec<u64>, u64) {
+        (r.clone().into_vec(), r.seen())
+    }
+
+    fn small() -> impl Strategy<Value = Vec<u64>> {
+        prop::collection::vec(any::<u64>(), 0..300)
+    }
+
+    proptest! {
+        /// Merging keeps the smallest keys of both: commutative and associative in the sample,
+        /// the empty instance an identity on both sides, whatever the sizes (parts smaller
+        /// than the capacity included), and through bytes the same as in memory.
+        #[test]
+        fn reservoir_merge_algebra(capacity in 1_usize..60, a in small(), b in small(), c in small()) {
+            let [a, b, c] = parts(capacity, [&a, &b, &c]);
+            let ab = merged(&a, &b);
+            prop_assert_eq!(content(&ab), content(&merged(&b, &a)));
+            prop_assert_eq!(content(&merged(&ab, &c)), content(&merged(&a, &merged(&b, &c))));
+            prop_assert_eq!(&merged(&a, &a.empty_like()), &a);
+            prop_assert_eq!(&merged(&a.empty_like(), &a), &a);
+            let via_bytes = merged(&Reservoir::from_bytes(&a.to_bytes()).unwrap(), &Reservoir::from_bytes(&b.to_bytes()).unwrap());
+            prop_assert_eq!(&via_bytes, &ab);
+            prop_assert_eq!(ab.len() as u64, (a.seen() + b.seen()).min(capacity as u64));
+        }
+
+        /// Every entry point draws the same random numbers at the same items, so they give
+        /// the same sample: one by one, an iterator of known length (skipped with `nth`), one of
+        /// unknown length, a slice, and any of them in several calls.
+        #[test]
+        fn reservoir_entry_points_agree(capacity in 1_usize..40, n in 0_u64..3000, cut in any::<Index>(), seed in any::<u64>()) {
+            let mut one = Reservoir::new(capacity, seed).unwrap();
+            (0..n).for_each(|i| one.observe(i));
+            let mut exact = Reservoir::new(capacity, seed).unwrap();
+            let at = cut.index(n as usize + 1) as u64;
+            exact.observe_all(0..at);
+            exact.observe_all(at..n);
+            let mut unknown = Reservoir::new(capacity, seed).unwrap();
+            unknown.observe_all((0..n).filter(|_| true));
+            let items: Vec<u64> = (0..n).collect();
+            let mut slice = Reservoir::new(capacity, seed).unwrap();
+            slice.observe_slice(&items[..at as usize]);
+            slice.observe_slice(&items[at as usize..]);
+            prop_assert_eq!(&exact, &one);
+            prop_assert_eq!(&unknown, &one);
+            prop_assert_eq!(&slice, &one);
+            prop_assert_eq!(exact.random_draws(), one.random_draws());
+        }
+
+        #[test]
+        fn weighted_merge_algebra(capacity in 1_usize..40, a in small(), b in small(), c in small()) {
+            let whole = WeightedReservoir::new(capacity, 3).unwrap();
+            let [a, b, c] = [(0, a), (1, b), (2, c)].map(|(i, items)| {
+                let mut r = whole.empty_part(i);
+                items.iter().for_each(|&x| r.observe(x, Weight::new(1.0 + (x % 100) as f64).unwrap()));
+                r
+            });
+            let content = |r: &WeightedReservoir<u64>| (r.clone().into_vec(), r.seen());
+            let ab = merged(&a, &b);
+            prop_assert_eq!(content(&ab), content(&merged(&b, &a)));
+            prop_assert_eq!(content(&merged(&ab, &c)), content(&merged(&a, &merged(&b, &c))));
+            prop_assert_eq!(&merged(&a, &a.empty_like()), &a);
+            let via_bytes = merged(&WeightedReservoir::from_bytes(&a.to_bytes()).unwrap(), &WeightedReservoir::from_bytes(&b.to_bytes()).unwrap());
+            prop_assert_eq!(content(&via_bytes), content(&ab));
+        }
+
+        /// The priority sample's subset sums are those of its kept items whatever the merge
+        /// order, and exact while no more than `capacity` items were seen.
+        #[test]
+        fn priority_merge_algebra(capacity in 1_usize..40, a in small(), b in small(), c in small()) {
+            let whole = PrioritySample::new(capacity, 5).unwrap();
+            let [a, b, c] = [(0, a), (1, b), (2, c)].map(|(i, items)| {
+                let mut r = whole.empty_part(i);
+                items.iter().for_each(|&x| r.observe(x, Weight::new(1.0 + (x % 100) as f64).unwrap()));
+                r
+            });
+            let sums = |p: &PrioritySample<u64>| {
+                let mut kept: Vec<(u64, u64)> = p.sample().map(|(&x, _, est)| (x, est.to_bits())).collect();
+                kept.sort_unstable();
+                (kept, p.seen(), p.threshold().to_bits())
+            };
+            let ab = merged(&a, &b);
+            prop_assert_eq!(sums(&ab), sums(&merged(&b, &a)));
+            prop_assert_eq!(sums(&merged(&ab, &c)), sums(&merged(&a, &merged(&b, &c))));
+            prop_assert_eq!(&merged(&a, &a.empty_like()), &a);
+            let via_bytes = merged(&PrioritySample::from_bytes(&a.to_bytes()).unwrap(), &PrioritySample::from_bytes(&b.to_bytes()).unwrap());
+            prop_assert_eq!(sums(&via_bytes), sums(&ab));
+            if ab.seen() <= capacity as u64 {
+                prop_assert_eq!(ab.subset_sum(|_| true).value, ab.total_weight());
+                prop_assert_eq!(ab.subset_sum(|_| true).variance, 0.0);
+            }
+        }
+    }
+
+    /// Two non-empty instances of one random stream would give their items identical keys:
+    /// the merge is refused and changes nothing, for every sampler.
+    #[test]
+    fn merging_one_random_stream_twice_is_refused() -> Result<(), Box<dyn std::error::Error>> {
+        let mut r = Reservoir::new(10, 1)?;
+        r.observe_all(0..100_u64);
+        let mut twin = r.empty_like();
+        twin.observe_all(100..200_u64);
+        let before = r.clone();
+        assert_eq!(r.merge(&twin).map_err(|e| e.parameter()), Err("random stream"));
+        assert_eq!(r.merge(&r.clone()).map_err(|e| e.parameter()), Err("random stream"));
+        assert_eq!(r, before);
+        assert!(r.merge(&r.empty_part(0)).is_ok()); // empty, and another stream
+        let mut part = r.empty_part(0);
+        part.observe(5);
+        assert!(r.merge(&part).is_ok());
+        assert_eq!(r.merge(&Reservoir::new(11, 9)?).map_err(|e| e.parameter()), Err("capacity"));
+
+        let mut w = WeightedReservoir::new(3, 1)?;
+        w.observe(1_u64, Weight::ONE);
+        assert_eq!(w.merge(&w.clone()).map_err(|e| e.parameter()), Err("random stream"));
+        let mut p = PrioritySample::new(3, 1)?;
+        p.observe(1_u64, Weight::ONE);
+        assert_eq!(p.merge(&p.clone()).map_err(|e| e.parameter()), Err("random stream"));
+        Ok(())
+    }
+
+    /// Parts made by `empty_part` at different points of the parent's history draw different
+    /// streams, so observing in two rounds of parts does not repeat keys.
+    #[test]
+    fn parts_of_later_rounds_draw_new_streams() -> Result<(), Box<dyn std::error::Error>> {
+        let mut whole = Reservoir::new(50, 3)?;
+        for round in 0..2_u64 {
+            let mut part = whole.empty_part(0);
+            part.observe_all(round * 1000..(round + 1) * 1000);
+            whole.merge(&part)?;
+        }
+        // With repeated streams, item i and item 1000 + i would have equal keys, and the
+        // sample would hold both or neither of every such pair.
+        let items = whole.into_vec();
+        let paired = items.iter().filter(|&&x| items.contains(&((x + 1000) % 2000))).count();
+        assert!(paired < items.len(), "every sampled item came with its twin");
+        Ok(())
+    }
+}
+
+#[cfg(feature = "rayon")]
+mod parallel_sampling {
+    use synopses::core::OperatorExt;
+    use synopses::sampling::Reservoir;
+
+    /// The same seed and thread count give the same sample; the sample covers all parts.
+    #[test]
+    fn par_observe_is_reproducible() -> Result<(), synopses::ConfigError> {
+        let items: Vec<u64> = (0..100_000).collect();
+        let mut a = Reservoir::new(100, 9)?;
+        a.par_observe(&items);
+        let mut b = Reservoir::new(100, 9)?;
+        b.par_observe(&items);
+        assert_eq!(a, b);
+        assert_eq!((a.seen(), a.len()), (100_000, 100));
+        Ok(())
+    }
+}

@@ -93,3 +93,46 @@ impl Bounds {
         self.lower <= value && value <= self.upper
     }
 }
+
+/// An unbiased estimate and an estimate of its variance, as the samplers and the load
+/// shedders return them: the interval `value ± z·√variance` follows.
+///
+/// ```
+/// use synopses::core::{Confidence, Estimate};
+///
+/// let e = Estimate { value: 100.0, variance: 25.0 };
+/// assert_eq!(e.standard_error(), 5.0);
+/// let b = e.bounds(Confidence::TwoSigma);
+/// assert_eq!((b.lower, b.upper), (90.0, 110.0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// The estimate.
+    pub value: f64,
+    /// An estimate of its variance (never negative).
+    pub variance: f64,
+}
+
+impl Estimate {
+    /// The estimated standard error, `√variance`.
+    ///
+    /// ```
+    /// # use synopses::core::Estimate;
+    /// assert_eq!(Estimate { value: 1.0, variance: 4.0 }.standard_error(), 2.0);
+    /// ```
+    pub fn standard_error(&self) -> f64 {
+        self.variance.max(0.0).sqrt()
+    }
+
+    /// The normal-approximation interval `value ± z·standard_error`.
+    ///
+    /// ```
+    /// use synopses::core::{Confidence, Estimate};
+    /// let b = Estimate { value: 10.0, variance: 1.0 }.bounds(Confidence::ThreeSigma);
+    /// assert!(b.contains(7.0) && b.contains(13.0) && !b.contains(13.5));
+    /// ```
+    pub fn bounds(&self, confidence: Confidence) -> Bounds {
+        let half = confidence.z() * self.standard_error();
+        Bounds { lower: self.value - half, upper: self.value + half }
+    }
+}

@@ -7,9 +7,12 @@
 
 mod bounds;
 mod error;
+pub(crate) mod random;
 mod traits;
+mod weight;
 
-pub use bounds::{Bounds, Confidence};
+pub use bounds::{Bounds, Confidence, Estimate};
 pub use error::{ConfigError, DecodeError, Error, MergeError, RemoveError};
 pub(crate) use traits::hashed_operator;
 pub use traits::{Mergeable, Operator, OperatorExt};
+pub use weight::Weight;

@@ -120,6 +120,35 @@ pub trait Mergeable: Sized {
     /// ```
     fn empty_like(&self) -> Self;
 
+    /// A new, empty instance for part `index` of a stream split over partitions, to be
+    /// merged back into `self`: the same configuration as [`empty_like`](Mergeable::empty_like)
+    /// and, for a randomized synopsis (the samplers), its own random stream, derived from
+    /// `self`'s seed, stream, history and `index`. Parts merged together must have distinct
+    /// indexes. Deterministic synopses return `empty_like()`, which this method does unless
+    /// a type overrides it.
+    ///
+    /// Two instances drawing the same random numbers would make correlated choices and bias
+    /// the merged result, which is why a sampler refuses to merge a non-empty instance of its
+    /// own stream (its `empty_like`), and why parallel code should call this method.
+    ///
+    /// ```
+    /// use synopses::core::Mergeable;
+    /// use synopses::sampling::Reservoir;
+    ///
+    /// let mut whole = Reservoir::new(10, 42)?;
+    /// let mut parts: Vec<Reservoir<u64>> = (0..4).map(|i| whole.empty_part(i)).collect();
+    /// for (i, part) in parts.iter_mut().enumerate() {
+    ///     part.observe_all(i as u64 * 1000..(i as u64 + 1) * 1000);
+    /// }
+    /// whole.merge_all(&parts)?;
+    /// assert_eq!((whole.seen(), whole.len()), (4000, 10));
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    fn empty_part(&self, index: u64) -> Self {
+        let _ = index;
+        self.empty_like()
+    }
+
     /// Merges every instance of `others` into `self`, stopping at the first error.
     ///
     /// ```
@@ -152,15 +181,17 @@ pub trait Mergeable: Sized {
 /// trait, so that each type can give it a faster loop.)
 pub trait OperatorExt<T>: Operator<T> {
     /// Observes the items of a slice on rayon's thread pool: the slice is cut into one
-    /// contiguous part per thread, each part is observed into an
-    /// [`empty_like`](Mergeable::empty_like) instance, and the parts are merged into `self`
-    /// in slice order.
+    /// contiguous part per thread, part `i` is observed into the instance
+    /// [`empty_part(i)`](Mergeable::empty_part) of `self`, and the parts are merged into
+    /// `self` in slice order.
     ///
-    /// For the deterministic synopses (all cardinality sketches) the state is identical to
+    /// For the deterministic synopses (the sketches and filters) the state is identical to
     /// observing the items sequentially, whatever the number of threads, and so is every
     /// answer computed from the state. What merging the parts drops is their history: a
     /// HyperLogLog observed in more than one part answers with its register estimator, not
-    /// the single-stream martingale. Needs the `rayon` feature.
+    /// the single-stream martingale. For the samplers the result is distributed as a
+    /// sequential pass, and is the same for the same seed and number of threads. Needs the
+    /// `rayon` feature.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
@@ -185,19 +216,20 @@ pub trait OperatorExt<T>: Operator<T> {
         // the parts are large enough for the sketches to reach their steady state.
         let parts = rayon::current_num_threads().max(1);
         let part_len = items.len().div_ceil(parts).max(1);
-        let proto = self.empty_like();
+        let this = &*self;
         let observed: Vec<Self> = items
             .par_chunks(part_len)
-            .map(|part| {
-                let mut op = proto.empty_like();
+            .enumerate()
+            .map(|(index, part)| {
+                let mut op = this.empty_part(index as u64);
                 op.observe_all(part);
                 op
             })
             .collect();
         for op in &observed {
-            // Every part was made by `empty_like` of `self`, so the configurations match.
+            // Every part was made by `empty_part` of `self`, so the configurations match.
             let merged = self.merge(op);
-            debug_assert!(merged.is_ok(), "instances made by empty_like share a configuration");
+            debug_assert!(merged.is_ok(), "instances made by empty_part merge into their parent");
         }
     }
 }

@@ -1,0 +1,106 @@
+//! The random streams of the randomized operators: explicit seeds, portable draws, and one
+//! independent stream per partition.
+
+use rand::distr::{Open01, OpenClosed01};
+use rand::{RngExt, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::hash::hash_bytes;
+
+/// A stream of random numbers: xoshiro256++ seeded from a seed and a stream number through
+/// the crate's xxh3, so the same `(seed, stream)` draws the same numbers on every platform.
+/// It counts its draws, so tests can check an algorithm's number of random draws.
+#[derive(Clone, Debug)]
+pub(crate) struct Stream {
+    rng: Xoshiro256PlusPlus,
+    draws: u64,
+}
+
+impl Stream {
+    pub(crate) fn new(seed: u64, stream: u64) -> Self {
+        Self { rng: Xoshiro256PlusPlus::seed_from_u64(mix(seed, stream, 0)), draws: 0 }
+    }
+
+    /// The random numbers drawn so far.
+    pub(crate) fn draws(&self) -> u64 {
+        self.draws
+    }
+
+    /// A uniform number in the open interval (0, 1).
+    pub(crate) fn uniform(&mut self) -> f64 {
+        self.draws += 1;
+        self.rng.sample(Open01)
+    }
+
+    /// An exponential number of mean 1, `−ln U` with `U` uniform in (0, 1].
+    pub(crate) fn exponential(&mut self) -> f64 {
+        self.draws += 1;
+        let u: f64 = self.rng.sample(OpenClosed01);
+        -u.ln()
+    }
+
+    /// The number of failures before the first success of independent trials that each
+    /// succeed with probability `p`: `⌊ln U / ln(1 − p)⌋`, geometric on 0, 1, 2, ... (0 for
+    /// `p ≥ 1`; saturating at `u64::MAX` for tiny `p`).
+    pub(crate) fn geometric(&mut self, p: f64) -> u64 {
+        if p >= 1.0 {
+            return 0;
+        }
+        let u = self.uniform();
+        // ln_1p keeps ln(1 − p) accurate when p is tiny, as it is after many items.
+        (u.ln() / (-p).ln_1p()).floor() as u64
+    }
+}
+
+/// The stream number of part `index` of an operator on stream `stream` that has seen `seen`
+/// items: distinct parts, and parts made at different points of the parent's history, get
+/// unrelated streams.
+pub(crate) fn part_stream(stream: u64, seen: u64, index: u64) -> u64 {
+    mix(stream, seen, index.wrapping_add(1))
+}
+
+/// The stream a decoded operator continues with: its encoding does not hold the generator's
+/// state, so it draws from a stream derived from its seed, stream and history.
+pub(crate) fn resumed_stream(stream: u64, seen: u64) -> u64 {
+    mix(stream, seen, u64::MAX)
+}
+
+fn mix(a: u64, b: u64, c: u64) -> u64 {
+    let mut bytes = [0u8; 24];
+    bytes[..8].copy_from_slice(&a.to_le_bytes());
+    bytes[8..16].copy_from_slice(&b.to_le_bytes());
+    bytes[16..].copy_from_slice(&c.to_le_bytes());
+    hash_bytes(&bytes, 0x5EED_5EED_5EED_5EED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_are_reproducible_and_distinct() {
+        let draw = |seed, stream| {
+            let mut s = Stream::new(seed, stream);
+            (0..4).map(|_| s.uniform().to_bits()).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(1, 2), draw(1, 2));
+        assert_ne!(draw(1, 2), draw(1, 3));
+        assert_ne!(draw(1, 2), draw(2, 2));
+        assert_ne!(part_stream(7, 0, 0), part_stream(7, 0, 1));
+        assert_ne!(part_stream(7, 0, 0), part_stream(7, 10, 0));
+    }
+
+    #[test]
+    fn geometric_has_its_mean() {
+        // Mean (1 − p)/p; over 200 000 draws the standard error is sqrt(1 − p)/p/sqrt(n).
+        let mut s = Stream::new(3, 0);
+        for p in [0.5, 0.1, 0.01] {
+            let n = 200_000;
+            let mean = (0..n).map(|_| s.geometric(p) as f64).sum::<f64>() / f64::from(n);
+            let se = (1.0 - p).sqrt() / p / f64::from(n).sqrt();
+            assert!((mean - (1.0 - p) / p).abs() < 4.0 * se, "p {p}: mean {mean}");
+        }
+        assert_eq!(s.geometric(1.0), 0);
+        assert_eq!(Stream::new(0, 0).geometric(1e-300), u64::MAX);
+    }
+}

@@ -1,0 +1,122 @@
+//! The sample every sampler of this family keeps: the items of the smallest random keys.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// An item and its random key.
+#[derive(Clone, Debug)]
+pub(crate) struct Keyed<T> {
+    pub(crate) key: f64,
+    pub(crate) item: T,
+}
+
+impl<T> PartialEq for Keyed<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key.total_cmp(&other.key) == Ordering::Equal
+    }
+}
+
+impl<T> Eq for Keyed<T> {}
+
+impl<T> PartialOrd for Keyed<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<T> Ord for Keyed<T> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key.total_cmp(&other.key)
+    }
+}
+
+/// The `capacity` items of smallest key among all offered ("bottom-k"), in a max-heap whose
+/// top is the largest key kept: the threshold a new key must beat once the sample is full.
+///
+/// With independent random keys this is the whole of sampling without replacement, and it
+/// merges exactly: the bottom-k of a union is the bottom-k of the two bottom-k's.
+#[derive(Clone, Debug)]
+pub(crate) struct Bottom<T> {
+    capacity: usize,
+    heap: BinaryHeap<Keyed<T>>,
+}
+
+impl<T> Bottom<T> {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self { capacity, heap: BinaryHeap::new() }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.heap.len() >= self.capacity
+    }
+
+    /// The largest key kept, once the sample is full.
+    pub(crate) fn threshold(&self) -> Option<f64> {
+        if self.is_full() { self.heap.peek().map(|k| k.key) } else { None }
+    }
+
+    /// Adds an item while the sample is not full; replaces the item of the largest key when
+    /// `key` is smaller. Returns whether the item was kept.
+    pub(crate) fn offer(&mut self, key: f64, item: T) -> bool {
+        if !self.is_full() {
+            self.heap.push(Keyed { key, item });
+            return true;
+        }
+        match self.heap.peek_mut() {
+            Some(mut top) if key < top.key => {
+                // Dropping the `PeekMut` sifts the new entry down into place.
+                *top = Keyed { key, item };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Merges `other` in: the bottom-`capacity` of both.
+    pub(crate) fn merge(&mut self, other: &Self)
+    where
+        T: Clone,
+    {
+        for keyed in &other.heap {
+            self.offer(keyed.key, keyed.item.clone());
+        }
+    }
+
+    /// The kept items and keys in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Keyed<T>> {
+        self.heap.iter()
+    }
+
+    /// The kept items and keys, smallest key first.
+    pub(crate) fn sorted(&self) -> Vec<&Keyed<T>> {
+        let mut all: Vec<&Keyed<T>> = self.heap.iter().collect();
+        all.sort_unstable();
+        all
+    }
+
+    /// The kept items, smallest key first, consuming the sample.
+    pub(crate) fn into_sorted_items(self) -> Vec<T> {
+        self.heap.into_sorted_vec().into_iter().map(|k| k.item).collect()
+    }
+}
+
+impl<T: PartialEq> PartialEq for Bottom<T> {
+    /// Equal capacities and the same (key, item) pairs, keys compared bit for bit.
+    fn eq(&self, other: &Self) -> bool {
+        self.capacity == other.capacity
+            && self.len() == other.len()
+            && self
+                .sorted()
+                .iter()
+                .zip(other.sorted())
+                .all(|(a, b)| a.key.to_bits() == b.key.to_bits() && a.item == b.item)
+    }
+}

@@ -1,0 +1,377 @@
+//! Priority sampling (Duffield, Lund and Thorup). The teaching text is in the
+//! [family docs](super).
+
+use std::fmt;
+
+use super::state::{MAX_CAPACITY, State};
+use crate::codec::{Family, Item, Reader, Writer};
+use crate::core::{ConfigError, DecodeError, Estimate, MergeError, Mergeable, Operator, Weight};
+
+/// A priority sample of `capacity` weighted items, from which the total weight of *any*
+/// subset of the stream, chosen after the fact, is estimated without bias, with an unbiased
+/// estimate of the variance. See the [family docs](super).
+///
+/// Item `i` of weight `w_i` gets the priority `w_i / U_i`; the sample is the `capacity`
+/// highest priorities, and `τ`, the next highest, sets each sampled item's estimated weight
+/// `max(w_i, τ)`. Items of weight at least `τ` are always sampled and estimated exactly.
+///
+/// ```
+/// use synopses::core::{Confidence, Weight};
+/// use synopses::sampling::PrioritySample;
+///
+/// // Bytes per flow: a few elephants and many mice.
+/// let mut flows = PrioritySample::new(200, 42)?;
+/// for flow in 0..10_000_u64 {
+///     let bytes = if flow % 1000 == 0 { 1e6 } else { 100.0 + (flow % 50) as f64 };
+///     flows.observe(flow, Weight::new(bytes)?);
+/// }
+/// // Traffic of the even-numbered flows, estimated from 200 of the 10 000:
+/// let even = flows.subset_sum(|flow| flow % 2 == 0);
+/// let truth = 10.0 * 1e6 + (0..10_000_u64).filter(|f| f % 2 == 0 && f % 1000 != 0).map(|f| 100.0 + (f % 50) as f64).sum::<f64>();
+/// assert!(even.bounds(Confidence::ThreeSigma).contains(truth));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct PrioritySample<T> {
+    /// Items with their weights, keyed `U / w`; one more than the capacity, for `τ`.
+    state: State<(T, f64)>,
+    total_weight: f64,
+}
+
+impl<T> PrioritySample<T> {
+    /// An empty priority sample of `capacity` items (`1..=2^24`; it keeps one more, to know
+    /// `τ`), drawing its random numbers from `seed`.
+    ///
+    /// ```
+    /// use synopses::sampling::PrioritySample;
+    ///
+    /// let p = PrioritySample::<u64>::new(100, 7)?;
+    /// assert_eq!((p.capacity(), p.threshold()), (100, 0.0));
+    /// assert!(PrioritySample::<u64>::new(0, 7).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn new(capacity: usize, seed: u64) -> Result<Self, ConfigError> {
+        Ok(Self { state: State::new(capacity, capacity.saturating_add(1), seed)?, total_weight: 0.0 })
+    }
+
+    /// The number of items sampled, `k`.
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// assert_eq!(PrioritySample::<u8>::new(3, 0)?.capacity(), 3);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.state.sample.capacity() - 1
+    }
+
+    /// The seed of the random numbers.
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// assert_eq!(PrioritySample::<u8>::new(3, 9)?.seed(), 9);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seed(&self) -> u64 {
+        self.state.seed
+    }
+
+    /// The number of items observed (summed over merges).
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// # use synopses::core::Weight;
+    /// let mut p = PrioritySample::new(3, 0)?;
+    /// (0..10_u64).for_each(|i| p.observe(i, Weight::ONE));
+    /// assert_eq!(p.seen(), 10);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seen(&self) -> u64 {
+        self.state.seen
+    }
+
+    /// The exact sum of the weights observed (summed over merges).
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// # use synopses::core::Weight;
+    /// let mut p = PrioritySample::new(3, 0)?;
+    /// p.observe("a", Weight::new(2.0)?);
+    /// assert_eq!(p.total_weight(), 2.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn total_weight(&self) -> f64 {
+        self.total_weight
+    }
+
+    /// The threshold `τ`: the `(k+1)`-th highest priority, or 0 while at most `k` items were
+    /// seen (every item is then sampled and estimated exactly).
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// # use synopses::core::Weight;
+    /// let mut p = PrioritySample::new(2, 0)?;
+    /// (0..2_u64).for_each(|i| p.observe(i, Weight::ONE));
+    /// assert_eq!(p.threshold(), 0.0);
+    /// p.observe(2, Weight::ONE);
+    /// assert!(p.threshold() > 1.0); // a priority w/U is above the weight
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn threshold(&self) -> f64 {
+        self.state.sample.threshold().map_or(0.0, |key| 1.0 / key)
+    }
+
+    /// The sampled items: each item, its weight, and its estimated weight `max(w, τ)`, in no
+    /// particular order. At most `k` of them.
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// # use synopses::core::Weight;
+    /// let mut p = PrioritySample::new(10, 0)?;
+    /// for i in 0..100_u64 {
+    ///     p.observe(i, Weight::new(1.0 + i as f64)?);
+    /// }
+    /// assert_eq!(p.sample().count(), 10);
+    /// assert!(p.sample().all(|(_, w, est)| est >= w && est >= p.threshold()));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn sample(&self) -> impl Iterator<Item = (&T, f64, f64)> {
+        let tau = self.threshold();
+        let cut = self.state.sample.threshold();
+        self.state
+            .sample
+            .iter()
+            // The entry of the largest key, when the sample is full, only sets τ.
+            .filter(move |k| cut.is_none_or(|c| k.key < c))
+            .map(move |k| (&k.item.0, k.item.1, k.item.1.max(tau)))
+    }
+
+    /// The estimated total weight of the items that satisfy `predicate`, with the unbiased
+    /// estimate of its variance `Σ τ·max(0, τ − w_i)` over the sampled items of the subset.
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// # use synopses::core::Weight;
+    /// let mut p = PrioritySample::new(5, 0)?;
+    /// for i in 0..5_u64 {
+    ///     p.observe(i, Weight::new(10.0)?);
+    /// }
+    /// // Fewer items than the capacity: exact.
+    /// assert_eq!(p.subset_sum(|&i| i < 2), synopses::core::Estimate { value: 20.0, variance: 0.0 });
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn subset_sum(&self, mut predicate: impl FnMut(&T) -> bool) -> Estimate {
+        let tau = self.threshold();
+        let (mut value, mut variance) = (0.0, 0.0);
+        for (item, w, estimate) in self.sample() {
+            if predicate(item) {
+                value += estimate;
+                variance += tau * (tau - w).max(0.0);
+            }
+        }
+        Estimate { value, variance }
+    }
+
+    /// How many random numbers the sampler has drawn: one per item.
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// # use synopses::core::Weight;
+    /// let mut p = PrioritySample::new(3, 0)?;
+    /// (0..10_u64).for_each(|i| p.observe(i, Weight::ONE));
+    /// assert_eq!(p.random_draws(), 10);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn random_draws(&self) -> u64 {
+        self.state.rng.draws()
+    }
+
+    /// Observes an item of the given weight.
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// # use synopses::core::Weight;
+    /// let mut p = PrioritySample::new(3, 0)?;
+    /// p.observe("x", Weight::new(5.0)?);
+    /// assert_eq!(p.subset_sum(|_| true).value, 5.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe(&mut self, item: T, weight: Weight) {
+        let w = weight.get();
+        self.state.seen = self.state.seen.saturating_add(1);
+        self.total_weight += w;
+        let key = self.state.rng.uniform() / w;
+        self.state.sample.offer(key, (item, w));
+    }
+
+    /// Observes an item of weight `weight`, if it is a valid [`Weight`] (finite, above zero);
+    /// otherwise returns the error and changes nothing.
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// let mut p = PrioritySample::new(3, 0)?;
+    /// assert!(p.observe_weighted("a", -1.0).is_err());
+    /// assert_eq!(p.seen(), 0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_weighted(&mut self, item: T, weight: f64) -> Result<(), ConfigError> {
+        self.observe(item, Weight::new(weight)?);
+        Ok(())
+    }
+
+    /// Merges `other` in: exactly distributed as the priority sample of one sampler that saw
+    /// both streams (the `k + 1` highest priorities of both). Capacities must match; two
+    /// non-empty samples of the same random stream are refused (see
+    /// [`Reservoir::merge`](super::Reservoir::merge)).
+    ///
+    /// ```
+    /// use synopses::core::Weight;
+    /// use synopses::sampling::PrioritySample;
+    ///
+    /// let mut a = PrioritySample::new(3, 1)?;
+    /// let mut b = PrioritySample::new(3, 2)?;
+    /// a.observe("x", Weight::new(1.0)?);
+    /// b.observe("y", Weight::new(2.0)?);
+    /// a.merge(&b)?;
+    /// assert_eq!(a.subset_sum(|_| true).value, 3.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn merge(&mut self, other: &Self) -> Result<(), MergeError>
+    where
+        T: Clone,
+    {
+        self.state.merge(&other.state)?;
+        self.total_weight += other.total_weight;
+        Ok(())
+    }
+
+    /// Bytes of memory held: the struct and the `k + 1` kept items with weights and keys.
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// # use synopses::core::Weight;
+    /// let mut p = PrioritySample::new(10, 0)?;
+    /// (0..100_u64).for_each(|i| p.observe(i, Weight::ONE));
+    /// assert!(p.size_in_bytes() >= 11 * 24);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn size_in_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.state.entry_bytes()
+    }
+}
+
+impl<T: Item> PrioritySample<T> {
+    /// Encodes the sample in the crate's [binary format](crate::codec), family code 9.
+    ///
+    /// Body: capacity `k` (u32), total weight (f64), seed (u64), stream (u64), seen (u64),
+    /// the number of kept items (u32, at most `k + 1`), then each key `U/w` (f64), item and
+    /// weight (f64), smallest key first. The generator's state is not stored (see
+    /// [`Reservoir::to_bytes`](super::Reservoir::to_bytes)).
+    ///
+    /// ```
+    /// use synopses::core::Weight;
+    /// use synopses::sampling::PrioritySample;
+    ///
+    /// let mut p = PrioritySample::new(2, 5)?;
+    /// p.observe(10_u64, Weight::ONE);
+    /// assert_eq!(p.to_bytes().len(), 4 + 40 + 24 + 8);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new(Family::PrioritySample, 40 + 24 * self.state.sample.len());
+        w.put_u32(self.capacity() as u32);
+        w.put_f64(self.total_weight);
+        self.state.encode(&mut w);
+        w.finish()
+    }
+
+    /// Decodes a sample written by [`to_bytes`](Self::to_bytes), validating every field:
+    /// finite, positive weights, keys `U/w` with `U` in (0, 1), in increasing order.
+    ///
+    /// ```
+    /// use synopses::core::Weight;
+    /// use synopses::sampling::PrioritySample;
+    ///
+    /// let mut p = PrioritySample::new(2, 5)?;
+    /// p.observe(10_u64, Weight::new(4.0)?);
+    /// assert_eq!(PrioritySample::<u64>::from_bytes(&p.to_bytes())?, p);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::open(bytes, Family::PrioritySample)?;
+        let capacity = r.u32()? as usize;
+        let total_weight = r.f64()?;
+        if !(1..=MAX_CAPACITY).contains(&capacity) {
+            return Err(DecodeError::InvalidField { field: "capacity", reason: "outside 1..=2^24" });
+        }
+        if !(total_weight >= 0.0 && total_weight.is_finite()) {
+            return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
+        }
+        let state = State::decode(&mut r, capacity + 1, |key, (_, w): &(T, f64)| {
+            Weight::new(*w).is_ok() && key > 0.0 && key * w < 1.0
+        })?;
+        r.finish()?;
+        Ok(Self { state, total_weight })
+    }
+}
+
+impl<T: PartialEq> PartialEq for PrioritySample<T> {
+    /// The same configuration, count, total weight and kept items (with weights and keys);
+    /// the generator's state is not compared.
+    fn eq(&self, other: &Self) -> bool {
+        self.state.same(&other.state) && self.total_weight.to_bits() == other.total_weight.to_bits()
+    }
+}
+
+impl<T> fmt::Debug for PrioritySample<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrioritySample")
+            .field("capacity", &self.capacity())
+            .field("seen", &self.seen())
+            .field("total_weight", &self.total_weight)
+            .field("threshold", &self.threshold())
+            .field("seed", &self.seed())
+            .finish()
+    }
+}
+
+impl<T> Operator<(T, Weight)> for PrioritySample<T> {
+    fn observe(&mut self, (item, weight): (T, Weight)) {
+        PrioritySample::observe(self, item, weight);
+    }
+}
+
+impl<'a, T: Clone> Operator<&'a (T, Weight)> for PrioritySample<T> {
+    fn observe(&mut self, (item, weight): &'a (T, Weight)) {
+        PrioritySample::observe(self, item.clone(), *weight);
+    }
+}
+
+impl<T: Clone> Mergeable for PrioritySample<T> {
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        PrioritySample::merge(self, other)
+    }
+
+    fn empty_like(&self) -> Self {
+        Self { state: self.state.empty_like(), total_weight: 0.0 }
+    }
+
+    fn empty_part(&self, index: u64) -> Self {
+        Self { state: self.state.empty_part(index), total_weight: 0.0 }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<T: Item> serde::Serialize for PrioritySample<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.to_bytes())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de, T: Item> serde::Deserialize<'de> for PrioritySample<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bytes = deserializer.deserialize_bytes(crate::codec::serde_support::BytesVisitor)?;
+        Self::from_bytes(&bytes).map_err(serde::de::Error::custom)
+    }
+}

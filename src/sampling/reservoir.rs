@@ -1,0 +1,466 @@
+//! The uniform reservoir: Algorithm L with explicit keys. The teaching text is in the
+//! [family docs](super).
+
+use std::fmt;
+
+use super::state::{MAX_CAPACITY, State};
+use crate::codec::{Family, Item, Reader, Writer};
+use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator};
+
+/// A uniform random sample of at most `capacity` items from a stream of unknown length:
+/// after `n` items, every set of `min(n, capacity)` of them is equally likely to be the
+/// sample. See the [family docs](super).
+///
+/// Each sampled item carries a uniform random key and the sample is the items of the
+/// `capacity` smallest keys, so two reservoirs of two parts of a stream merge exactly into a
+/// reservoir of the whole. Once full it skips ahead geometrically (Li's Algorithm L): about
+/// `capacity · (1 + 2 ln(n / capacity))` random numbers in all, not one per item, and a
+/// slice or an iterator of known length is skipped through without touching the skipped
+/// items.
+///
+/// ```
+/// use synopses::sampling::Reservoir;
+///
+/// let mut sample = Reservoir::new(5, 42)?; // seed 42: the same sample on every run
+/// sample.observe_all(1..=1_000_000_u64);
+/// assert_eq!((sample.len(), sample.seen()), (5, 1_000_000));
+/// assert!(sample.iter().all(|&x| (1..=1_000_000).contains(&x)));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct Reservoir<T> {
+    state: State<T>,
+    /// Once full: the items still to pass over before the next one enters.
+    skip: u64,
+}
+
+impl<T> Reservoir<T> {
+    /// An empty reservoir of at most `capacity` items (`1..=2^24`), drawing its random
+    /// numbers from `seed`.
+    ///
+    /// ```
+    /// use synopses::sampling::Reservoir;
+    ///
+    /// let r = Reservoir::<u64>::new(100, 7)?;
+    /// assert_eq!((r.capacity(), r.seed(), r.len()), (100, 7, 0));
+    /// assert!(Reservoir::<u64>::new(0, 7).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn new(capacity: usize, seed: u64) -> Result<Self, ConfigError> {
+        Ok(Self { state: State::new(capacity, capacity, seed)?, skip: 0 })
+    }
+
+    /// The most items the sample holds, `k`.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// assert_eq!(Reservoir::<u8>::new(3, 0)?.capacity(), 3);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.state.sample.capacity()
+    }
+
+    /// The seed of the random numbers.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// assert_eq!(Reservoir::<u8>::new(3, 9)?.seed(), 9);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seed(&self) -> u64 {
+        self.state.seed
+    }
+
+    /// The number of items observed, `n` (summed over merges).
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let mut r = Reservoir::new(3, 0)?;
+    /// r.observe_all(0..10_u64);
+    /// assert_eq!(r.seen(), 10);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seen(&self) -> u64 {
+        self.state.seen
+    }
+
+    /// The number of items in the sample, `min(n, k)`.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let mut r = Reservoir::new(3, 0)?;
+    /// r.observe_all(["a", "b"]);
+    /// assert_eq!(r.len(), 2);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.state.sample.len()
+    }
+
+    /// Whether the sample holds no item.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// assert!(Reservoir::<u8>::new(3, 0)?.is_empty());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.state.sample.len() == 0
+    }
+
+    /// The probability with which each observed item is in the sample, `min(n, k) / n` (1
+    /// before any item): the Horvitz–Thompson weight of a sampled item is its inverse, so
+    /// `n / min(n, k)` times a sample sum estimates the stream's sum without bias.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let mut r = Reservoir::new(10, 0)?;
+    /// r.observe_all(0..1000_u64);
+    /// assert_eq!(r.inclusion_probability(), 0.01);
+    /// let estimate = r.iter().sum::<u64>() as f64 / r.inclusion_probability();
+    /// assert!((estimate / 499_500.0 - 1.0).abs() < 0.6); // 10 items: a rough estimate
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn inclusion_probability(&self) -> f64 {
+        if self.state.seen == 0 { 1.0 } else { self.len() as f64 / self.state.seen as f64 }
+    }
+
+    /// The sampled items, in no particular order.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let mut r = Reservoir::new(3, 0)?;
+    /// r.observe_all(["a", "b"]);
+    /// let mut items: Vec<&&str> = r.iter().collect();
+    /// items.sort();
+    /// assert_eq!(items, [&"a", &"b"]);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.state.sample.iter().map(|k| &k.item)
+    }
+
+    /// The sampled items, ordered by their random keys (itself a uniformly random order).
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let mut r = Reservoir::new(3, 0)?;
+    /// r.observe_all(0..100_u64);
+    /// assert_eq!(r.into_vec().len(), 3);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn into_vec(self) -> Vec<T> {
+        self.state.sample.into_sorted_items()
+    }
+
+    /// How many random numbers the reservoir has drawn: `k` while filling, then two per item
+    /// that enters (its key and the next skip), about `k · (1 + 2 ln(n/k))` in all.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let mut r = Reservoir::new(100, 0)?;
+    /// r.observe_all(0..1_000_000_u64);
+    /// assert!(r.random_draws() < 3 * 100 * (1 + 9)); // ln(10^4) ≈ 9.2
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn random_draws(&self) -> u64 {
+        self.state.rng.draws()
+    }
+
+    /// Observes one item.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let mut r = Reservoir::new(2, 0)?;
+    /// r.observe("x");
+    /// assert_eq!(r.iter().next(), Some(&"x"));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe(&mut self, item: T) {
+        self.state.seen = self.state.seen.saturating_add(1);
+        if !self.state.sample.is_full() {
+            let key = self.state.rng.uniform();
+            self.state.sample.offer(key, item);
+            if self.state.sample.is_full() {
+                self.draw_skip();
+            }
+        } else if self.skip > 0 {
+            self.skip -= 1;
+        } else {
+            self.enter(item);
+        }
+    }
+
+    /// Observes every item of an iterator. When the iterator knows its exact length (its
+    /// `size_hint` is exact, as for slices, ranges and vectors), skipped items are passed
+    /// over with `nth`, which for those iterators does not touch them.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let mut r = Reservoir::new(10, 1)?;
+    /// r.observe_all(0..u64::MAX / 2); // 2^62 items in microseconds: only the sampled ones are visited
+    /// assert_eq!(r.seen(), u64::MAX / 2);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        let mut items = items.into_iter();
+        loop {
+            if !self.state.sample.is_full() || self.skip == 0 {
+                match items.next() {
+                    Some(item) => self.observe(item),
+                    None => return,
+                }
+                continue;
+            }
+            let (low, high) = items.size_hint();
+            if high != Some(low) {
+                // Unknown length: count the skipped items one by one.
+                match items.next() {
+                    Some(item) => self.observe(item),
+                    None => return,
+                }
+                continue;
+            }
+            let left = low as u64;
+            if self.skip >= left {
+                // Every remaining item is skipped.
+                self.skip -= left;
+                self.state.seen = self.state.seen.saturating_add(left);
+                return;
+            }
+            let skipped = self.skip;
+            let Some(item) = items.nth(skipped as usize) else {
+                // The length was not what the iterator said: count what it claimed.
+                self.skip = 0;
+                self.state.seen = self.state.seen.saturating_add(left);
+                return;
+            };
+            self.state.seen = self.state.seen.saturating_add(skipped + 1);
+            self.skip = 0;
+            self.enter(item);
+        }
+    }
+
+    /// Observes the items of a slice, cloning only those that enter the sample; time grows
+    /// with `k · log(n/k)`, not with `n`.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let names: Vec<String> = (0..100_000).map(|i| format!("user-{i}")).collect();
+    /// let mut r = Reservoir::new(5, 3)?;
+    /// r.observe_slice(&names);
+    /// assert_eq!((r.len(), r.seen()), (5, 100_000));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_slice(&mut self, items: &[T])
+    where
+        T: Clone,
+    {
+        let mut rest = items;
+        while let Some((first, tail)) = rest.split_first() {
+            if !self.state.sample.is_full() || self.skip == 0 {
+                self.observe(first.clone());
+                rest = tail;
+                continue;
+            }
+            let left = rest.len() as u64;
+            if self.skip >= left {
+                self.skip -= left;
+                self.state.seen = self.state.seen.saturating_add(left);
+                return;
+            }
+            // `skip < rest.len()`, so both indexes are in range.
+            let at = self.skip as usize;
+            let (Some(item), Some(after)) = (rest.get(at), rest.get(at + 1..)) else { return };
+            self.state.seen = self.state.seen.saturating_add(self.skip + 1);
+            self.skip = 0;
+            self.enter(item.clone());
+            rest = after;
+        }
+    }
+
+    /// Merges `other` in: the sample of the two streams together, exactly distributed as a
+    /// reservoir that saw both (its items are the `k` smallest keys of both samples). The
+    /// capacities must match; two non-empty reservoirs drawing the same random stream (one
+    /// made from the other by `empty_like`, or two decoded copies) are refused, because their
+    /// identical keys would bias the union: make parts with
+    /// [`empty_part`](Mergeable::empty_part) or distinct seeds.
+    ///
+    /// ```
+    /// use synopses::sampling::Reservoir;
+    ///
+    /// let mut a = Reservoir::new(3, 1)?;
+    /// let mut b = Reservoir::new(3, 2)?;
+    /// a.observe_all(0..1000_u64);
+    /// b.observe_all(1000..2000_u64);
+    /// a.merge(&b)?;
+    /// assert_eq!((a.seen(), a.len()), (2000, 3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn merge(&mut self, other: &Self) -> Result<(), MergeError>
+    where
+        T: Clone,
+    {
+        self.state.merge(&other.state)?;
+        if self.state.sample.is_full() {
+            // The threshold may have fallen; a geometric skip has no memory, so redraw it.
+            self.draw_skip();
+        }
+        Ok(())
+    }
+
+    /// Bytes of memory held: the struct and the sampled items with their keys (not memory the
+    /// items own on the heap).
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let mut r = Reservoir::new(100, 0)?;
+    /// r.observe_all(0..1000_u64);
+    /// assert!(r.size_in_bytes() >= 100 * 16);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn size_in_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.state.entry_bytes()
+    }
+
+    /// Adds `item` with a key uniform below the threshold, in place of the largest key, then
+    /// draws the next skip. Called when the sample is full and the skip has run out.
+    fn enter(&mut self, item: T) {
+        let threshold = self.state.sample.threshold().unwrap_or(1.0);
+        let key = self.state.rng.uniform() * threshold;
+        self.state.sample.offer(key, item);
+        self.draw_skip();
+    }
+
+    /// The number of items until one draws a key below the threshold `W`: geometric with
+    /// success probability `W`.
+    fn draw_skip(&mut self) {
+        let threshold = self.state.sample.threshold().unwrap_or(1.0);
+        self.skip = self.state.rng.geometric(threshold);
+    }
+}
+
+impl<T: Item> Reservoir<T> {
+    /// Encodes the reservoir in the crate's [binary format](crate::codec), family code 7.
+    ///
+    /// Body: capacity (u32), seed (u64), stream (u64), seen (u64), the number of sampled items
+    /// (u32), then each item's key (f64) and [`Item`] encoding, smallest key first. The state
+    /// of the random generator is not stored: a decoded reservoir continues with a stream
+    /// derived from its seed, stream and `seen`, which keeps its sample uniform.
+    ///
+    /// ```
+    /// use synopses::sampling::Reservoir;
+    ///
+    /// let mut r = Reservoir::new(2, 5)?;
+    /// r.observe_all([10_u64, 20, 30]);
+    /// assert_eq!(r.to_bytes().len(), 4 + 32 + 2 * 16 + 8);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new(Family::Reservoir, 32 + 16 * self.len());
+        w.put_u32(self.capacity() as u32);
+        self.state.encode(&mut w);
+        w.finish()
+    }
+
+    /// Decodes a reservoir written by [`to_bytes`](Self::to_bytes), validating every field:
+    /// a capacity in range, `min(seen, capacity)` items, keys in (0, 1) in increasing order.
+    ///
+    /// ```
+    /// use synopses::sampling::Reservoir;
+    ///
+    /// let mut r = Reservoir::new(2, 5)?;
+    /// r.observe_all(["a".to_string(), "b".to_string(), "c".to_string()]);
+    /// assert_eq!(Reservoir::<String>::from_bytes(&r.to_bytes())?, r);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::open(bytes, Family::Reservoir)?;
+        let capacity = r.u32()? as usize;
+        if !(1..=MAX_CAPACITY).contains(&capacity) {
+            return Err(DecodeError::InvalidField { field: "capacity", reason: "outside 1..=2^24" });
+        }
+        let state = State::decode(&mut r, capacity, |key, _| key > 0.0 && key < 1.0)?;
+        r.finish()?;
+        let mut out = Self { state, skip: 0 };
+        if out.state.sample.is_full() {
+            out.draw_skip();
+        }
+        Ok(out)
+    }
+}
+
+impl<T: PartialEq> PartialEq for Reservoir<T> {
+    /// The same configuration, count and sample (items and keys); the state of the random
+    /// generator, which decides only what happens next, is not compared.
+    fn eq(&self, other: &Self) -> bool {
+        self.state.same(&other.state)
+    }
+}
+
+impl<T> fmt::Debug for Reservoir<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reservoir")
+            .field("capacity", &self.capacity())
+            .field("seen", &self.state.seen)
+            .field("len", &self.len())
+            .field("seed", &self.state.seed)
+            .finish()
+    }
+}
+
+impl<T> Operator<T> for Reservoir<T> {
+    fn observe(&mut self, item: T) {
+        Reservoir::observe(self, item);
+    }
+
+    fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        Reservoir::observe_all(self, items);
+    }
+}
+
+impl<'a, T: Clone> Operator<&'a T> for Reservoir<T> {
+    fn observe(&mut self, item: &'a T) {
+        Reservoir::observe(self, item.clone());
+    }
+
+    fn observe_all<I: IntoIterator<Item = &'a T>>(&mut self, items: I) {
+        Reservoir::observe_all(self, items.into_iter().cloned());
+    }
+}
+
+impl<T> Extend<T> for Reservoir<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        Reservoir::observe_all(self, items);
+    }
+}
+
+impl<T: Clone> Mergeable for Reservoir<T> {
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        Reservoir::merge(self, other)
+    }
+
+    fn empty_like(&self) -> Self {
+        Self { state: self.state.empty_like(), skip: 0 }
+    }
+
+    fn empty_part(&self, index: u64) -> Self {
+        Self { state: self.state.empty_part(index), skip: 0 }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<T: Item> serde::Serialize for Reservoir<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.to_bytes())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de, T: Item> serde::Deserialize<'de> for Reservoir<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bytes = deserializer.deserialize_bytes(crate::codec::serde_support::BytesVisitor)?;
+        Self::from_bytes(&bytes).map_err(serde::de::Error::custom)
+    }
+}

@@ -1,0 +1,136 @@
+//! The state every sampler shares: the bottom-k sample, the count, and the random stream.
+
+use super::bottom::Bottom;
+use crate::codec::{Item, Reader, Writer};
+use crate::core::random::{Stream, part_stream, resumed_stream};
+use crate::core::{ConfigError, DecodeError, MergeError};
+
+/// The largest sample a sampler may keep: 2^24 items.
+pub(crate) const MAX_CAPACITY: usize = 1 << 24;
+
+/// A bottom-k sample with its count of observed items and its random stream `(seed, stream)`.
+#[derive(Clone, Debug)]
+pub(crate) struct State<T> {
+    pub(crate) sample: Bottom<T>,
+    pub(crate) seen: u64,
+    pub(crate) seed: u64,
+    pub(crate) stream: u64,
+    pub(crate) rng: Stream,
+}
+
+impl<T> State<T> {
+    /// An empty state keeping `capacity` items; `capacity` must be in `1..=2^24` (`kept` is
+    /// what the user asked for, `capacity` may be one more, for the priority sample).
+    pub(crate) fn new(kept: usize, capacity: usize, seed: u64) -> Result<Self, ConfigError> {
+        if !(1..=MAX_CAPACITY).contains(&kept) {
+            return Err(ConfigError::new("capacity", kept, "an integer in 1..=2^24"));
+        }
+        Ok(Self::on_stream(capacity, seed, 0))
+    }
+
+    fn on_stream(capacity: usize, seed: u64, stream: u64) -> Self {
+        Self { sample: Bottom::new(capacity), seen: 0, seed, stream, rng: Stream::new(seed, stream) }
+    }
+
+    /// The empty state of the same stream: the identity of `merge`.
+    pub(crate) fn empty_like(&self) -> Self {
+        Self::on_stream(self.sample.capacity(), self.seed, self.stream)
+    }
+
+    /// The empty state of part `index`, on a stream of its own.
+    pub(crate) fn empty_part(&self, index: u64) -> Self {
+        Self::on_stream(self.sample.capacity(), self.seed, part_stream(self.stream, self.seen, index))
+    }
+
+    /// Merges `other`'s sample and count in. Refuses different capacities, and two non-empty
+    /// states of the same random stream: their items would have the same keys, position by
+    /// position, and be kept or dropped together.
+    pub(crate) fn merge(&mut self, other: &Self) -> Result<(), MergeError>
+    where
+        T: Clone,
+    {
+        MergeError::check("capacity", self.sample.capacity(), other.sample.capacity())?;
+        if (self.seed, self.stream) == (other.seed, other.stream) && self.seen > 0 && other.seen > 0 {
+            return Err(MergeError::new(
+                "random stream",
+                format!("seed {} stream {}", self.seed, self.stream),
+                "the same (make parts with empty_part, or give them distinct seeds)",
+            ));
+        }
+        self.sample.merge(&other.sample);
+        self.seen = self.seen.saturating_add(other.seen);
+        Ok(())
+    }
+
+    /// Whether two states hold the same configuration, count and sample (keys bit for bit);
+    /// the generator's state, which decides only what happens next, is not compared.
+    pub(crate) fn same(&self, other: &Self) -> bool
+    where
+        T: PartialEq,
+    {
+        (self.seed, self.stream, self.seen) == (other.seed, other.stream, other.seen) && self.sample == other.sample
+    }
+
+    /// Writes seed (u64), stream (u64), seen (u64), the sample size (u32), then each key (f64)
+    /// and item, smallest key first.
+    pub(crate) fn encode(&self, w: &mut Writer)
+    where
+        T: Item,
+    {
+        w.put_u64(self.seed);
+        w.put_u64(self.stream);
+        w.put_u64(self.seen);
+        let sorted = self.sample.sorted();
+        w.put_u32(sorted.len() as u32);
+        for keyed in sorted {
+            w.put_f64(keyed.key);
+            w.put_item(&keyed.item);
+        }
+    }
+
+    /// Reads what [`encode`](Self::encode) wrote, for a sample of `capacity` items: exactly
+    /// `min(seen, capacity)` entries, keys accepted by `valid` (which also sees the item) and
+    /// in increasing order. The decoded state draws from a stream derived from its seed,
+    /// stream and count, since the generator's state is not stored.
+    pub(crate) fn decode(
+        r: &mut Reader<'_>,
+        capacity: usize,
+        valid: impl Fn(f64, &T) -> bool,
+    ) -> Result<Self, DecodeError>
+    where
+        T: Item,
+    {
+        let (seed, stream, seen) = (r.u64()?, r.u64()?, r.u64()?);
+        let mut state = Self::on_stream(capacity, seed, stream);
+        state.seen = seen;
+        let count = r.u32()? as usize;
+        if count as u64 != seen.min(capacity as u64) {
+            return Err(DecodeError::InvalidField {
+                field: "sample size",
+                reason: "not the smaller of the items seen and the capacity",
+            });
+        }
+        // Each entry takes at least its 8-byte key: check before decoding any.
+        r.expect_items(count, 8)?;
+        let mut previous = f64::NEG_INFINITY;
+        for _ in 0..count {
+            let key = r.f64()?;
+            let item: T = r.item()?;
+            if !valid(key, &item) || key < previous {
+                return Err(DecodeError::InvalidField {
+                    field: "keys",
+                    reason: "out of range or not in increasing order",
+                });
+            }
+            previous = key;
+            state.sample.offer(key, item);
+        }
+        state.rng = Stream::new(seed, resumed_stream(stream, seen));
+        Ok(state)
+    }
+
+    /// Bytes of memory held by the sample entries.
+    pub(crate) fn entry_bytes(&self) -> usize {
+        self.sample.len() * std::mem::size_of::<(f64, T)>()
+    }
+}

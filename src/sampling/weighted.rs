@@ -1,0 +1,395 @@
+//! The weighted reservoir: Efraimidis and Spirakis' A-ExpJ. The teaching text is in the
+//! [family docs](super).
+
+use std::fmt;
+
+use super::state::{MAX_CAPACITY, State};
+use crate::codec::{Family, Item, Reader, Writer};
+use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator, Weight};
+
+/// A weighted random sample of at most `capacity` items, without replacement: as if the
+/// items were drawn one after another, each time with probability proportional to its weight
+/// among those not yet drawn (PPSWOR). See the [family docs](super).
+///
+/// Item `i` gets the key `E_i / w_i`, `E_i` exponential, and the sample is the `capacity`
+/// smallest keys, so samples of two parts of a stream merge exactly. Once full it jumps over
+/// weight rather than items (A-ExpJ): it draws random numbers only for the items that enter.
+///
+/// ```
+/// use synopses::core::Weight;
+/// use synopses::sampling::WeightedReservoir;
+///
+/// let mut sample = WeightedReservoir::new(2, 42)?;
+/// sample.observe("rare", Weight::new(1.0)?);
+/// sample.observe("common", Weight::new(1000.0)?);
+/// sample.observe("also rare", Weight::new(1.0)?);
+/// assert!(sample.iter().any(|&(item, _)| item == "common")); // all but certain
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct WeightedReservoir<T> {
+    /// Items with their weights.
+    state: State<(T, f64)>,
+    total_weight: f64,
+    /// Once full: the weight still to pass over before the next item enters.
+    jump: f64,
+}
+
+impl<T> WeightedReservoir<T> {
+    /// An empty weighted reservoir of at most `capacity` items (`1..=2^24`), drawing its
+    /// random numbers from `seed`.
+    ///
+    /// ```
+    /// use synopses::sampling::WeightedReservoir;
+    ///
+    /// let r = WeightedReservoir::<u64>::new(100, 7)?;
+    /// assert_eq!((r.capacity(), r.len()), (100, 0));
+    /// assert!(WeightedReservoir::<u64>::new(0, 7).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn new(capacity: usize, seed: u64) -> Result<Self, ConfigError> {
+        Ok(Self { state: State::new(capacity, capacity, seed)?, total_weight: 0.0, jump: 0.0 })
+    }
+
+    /// The most items the sample holds, `k`.
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// assert_eq!(WeightedReservoir::<u8>::new(3, 0)?.capacity(), 3);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.state.sample.capacity()
+    }
+
+    /// The seed of the random numbers.
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// assert_eq!(WeightedReservoir::<u8>::new(3, 9)?.seed(), 9);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seed(&self) -> u64 {
+        self.state.seed
+    }
+
+    /// The number of items observed (summed over merges).
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// # use synopses::core::Weight;
+    /// let mut r = WeightedReservoir::new(3, 0)?;
+    /// (0..10_u64).for_each(|i| r.observe(i, Weight::ONE));
+    /// assert_eq!(r.seen(), 10);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seen(&self) -> u64 {
+        self.state.seen
+    }
+
+    /// The sum of the weights observed (summed over merges).
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// # use synopses::core::Weight;
+    /// let mut r = WeightedReservoir::new(3, 0)?;
+    /// r.observe("a", Weight::new(2.5)?);
+    /// r.observe("b", Weight::new(0.5)?);
+    /// assert_eq!(r.total_weight(), 3.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn total_weight(&self) -> f64 {
+        self.total_weight
+    }
+
+    /// The number of items in the sample, `min(seen, k)`.
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// # use synopses::core::Weight;
+    /// let mut r = WeightedReservoir::new(3, 0)?;
+    /// r.observe("a", Weight::ONE);
+    /// assert_eq!(r.len(), 1);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.state.sample.len()
+    }
+
+    /// Whether the sample holds no item.
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// assert!(WeightedReservoir::<u8>::new(3, 0)?.is_empty());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The sampled items with their weights, in no particular order.
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// # use synopses::core::Weight;
+    /// let mut r = WeightedReservoir::new(3, 0)?;
+    /// r.observe("a", Weight::new(2.0)?);
+    /// assert_eq!(r.iter().next(), Some(&("a", 2.0)));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = &(T, f64)> {
+        self.state.sample.iter().map(|k| &k.item)
+    }
+
+    /// The sampled items with their weights, in the order they would have been drawn one
+    /// after another (the order of their keys).
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// # use synopses::core::Weight;
+    /// let mut r = WeightedReservoir::new(3, 0)?;
+    /// r.observe("a", Weight::ONE);
+    /// assert_eq!(r.into_vec(), vec![("a", 1.0)]);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn into_vec(self) -> Vec<(T, f64)> {
+        self.state.sample.into_sorted_items()
+    }
+
+    /// How many random numbers the sampler has drawn: one per item while filling, then two
+    /// per item that enters (its key and the next jump).
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// # use synopses::core::Weight;
+    /// let mut r = WeightedReservoir::new(10, 0)?;
+    /// (0..100_000_u64).for_each(|i| r.observe(i, Weight::ONE));
+    /// assert!(r.random_draws() < 3 * 10 * (1 + 10)); // far fewer than 100 000
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn random_draws(&self) -> u64 {
+        self.state.rng.draws()
+    }
+
+    /// Observes an item of the given weight.
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// # use synopses::core::Weight;
+    /// let mut r = WeightedReservoir::new(1, 0)?;
+    /// r.observe(7_u64, Weight::new(3.0)?);
+    /// assert_eq!(r.len(), 1);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe(&mut self, item: T, weight: Weight) {
+        let w = weight.get();
+        self.state.seen = self.state.seen.saturating_add(1);
+        self.total_weight += w;
+        if !self.state.sample.is_full() {
+            let key = self.state.rng.exponential() / w;
+            self.state.sample.offer(key, (item, w));
+            if self.state.sample.is_full() {
+                self.draw_jump();
+            }
+            return;
+        }
+        self.jump -= w;
+        if self.jump <= 0.0 {
+            // This item's share of the weight axis holds the next arrival: its key is below
+            // the threshold `W`, an exponential conditioned on `E < w·W`.
+            let threshold = self.state.sample.threshold().unwrap_or(f64::INFINITY);
+            // By inversion: `E = −ln(1 − U·P)` with `P = P(E < w·W) = 1 − e^(−w·W)`.
+            let below = -(-w * threshold).exp_m1();
+            let key = -(-self.state.rng.uniform() * below).ln_1p() / w;
+            self.state.sample.offer(key, (item, w));
+            self.draw_jump();
+        }
+    }
+
+    /// Observes an item of weight `weight`, if it is a valid [`Weight`] (finite, above zero);
+    /// otherwise returns the error and changes nothing.
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// let mut r = WeightedReservoir::new(3, 0)?;
+    /// r.observe_weighted("a", 2.0)?;
+    /// assert!(r.observe_weighted("b", f64::NAN).is_err());
+    /// assert_eq!(r.seen(), 1);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_weighted(&mut self, item: T, weight: f64) -> Result<(), ConfigError> {
+        self.observe(item, Weight::new(weight)?);
+        Ok(())
+    }
+
+    /// Merges `other` in: exactly distributed as the sample of one reservoir that saw both
+    /// streams (the `k` smallest keys of both). Capacities must match; two non-empty
+    /// reservoirs of the same random stream are refused (see
+    /// [`Reservoir::merge`](super::Reservoir::merge)).
+    ///
+    /// ```
+    /// use synopses::core::Weight;
+    /// use synopses::sampling::WeightedReservoir;
+    ///
+    /// let mut a = WeightedReservoir::new(3, 1)?;
+    /// let mut b = WeightedReservoir::new(3, 2)?;
+    /// (0..100_u64).for_each(|i| a.observe(i, Weight::ONE));
+    /// (100..200_u64).for_each(|i| b.observe(i, Weight::ONE));
+    /// a.merge(&b)?;
+    /// assert_eq!((a.seen(), a.len()), (200, 3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn merge(&mut self, other: &Self) -> Result<(), MergeError>
+    where
+        T: Clone,
+    {
+        self.state.merge(&other.state)?;
+        self.total_weight += other.total_weight;
+        if self.state.sample.is_full() {
+            // The threshold may have fallen; the arrivals have no memory, so redraw the jump.
+            self.draw_jump();
+        }
+        Ok(())
+    }
+
+    /// Bytes of memory held: the struct and the sampled items with their weights and keys.
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// # use synopses::core::Weight;
+    /// let mut r = WeightedReservoir::new(10, 0)?;
+    /// (0..100_u64).for_each(|i| r.observe(i, Weight::ONE));
+    /// assert!(r.size_in_bytes() >= 10 * 24);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn size_in_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.state.entry_bytes()
+    }
+
+    /// The weight to pass over before the next arrival of a Poisson process of rate `W` (the
+    /// largest key kept) along the weight axis: exponential with mean `1/W`.
+    fn draw_jump(&mut self) {
+        let threshold = self.state.sample.threshold().unwrap_or(f64::INFINITY);
+        self.jump = self.state.rng.exponential() / threshold;
+    }
+}
+
+impl<T: Item> WeightedReservoir<T> {
+    /// Encodes the sample in the crate's [binary format](crate::codec), family code 8.
+    ///
+    /// Body: capacity (u32), total weight (f64), seed (u64), stream (u64), seen (u64), the
+    /// number of sampled items (u32), then each key (f64), item and weight (f64), smallest
+    /// key first. As for [`Reservoir::to_bytes`](super::Reservoir::to_bytes), the generator's
+    /// state is not stored.
+    ///
+    /// ```
+    /// use synopses::core::Weight;
+    /// use synopses::sampling::WeightedReservoir;
+    ///
+    /// let mut r = WeightedReservoir::new(2, 5)?;
+    /// r.observe(10_u64, Weight::ONE);
+    /// assert_eq!(r.to_bytes().len(), 4 + 40 + 24 + 8);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new(Family::WeightedReservoir, 40 + 24 * self.len());
+        w.put_u32(self.capacity() as u32);
+        w.put_f64(self.total_weight);
+        self.state.encode(&mut w);
+        w.finish()
+    }
+
+    /// Decodes a sample written by [`to_bytes`](Self::to_bytes), validating every field:
+    /// finite, positive weights and keys in increasing order.
+    ///
+    /// ```
+    /// use synopses::core::Weight;
+    /// use synopses::sampling::WeightedReservoir;
+    ///
+    /// let mut r = WeightedReservoir::new(2, 5)?;
+    /// r.observe(10_u64, Weight::new(4.0)?);
+    /// assert_eq!(WeightedReservoir::<u64>::from_bytes(&r.to_bytes())?, r);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::open(bytes, Family::WeightedReservoir)?;
+        let capacity = r.u32()? as usize;
+        let total_weight = r.f64()?;
+        if !(1..=MAX_CAPACITY).contains(&capacity) {
+            return Err(DecodeError::InvalidField { field: "capacity", reason: "outside 1..=2^24" });
+        }
+        if !(total_weight >= 0.0 && total_weight.is_finite()) {
+            return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
+        }
+        let state = State::decode(&mut r, capacity, |key, (_, w): &(T, f64)| {
+            key >= 0.0 && key.is_finite() && Weight::new(*w).is_ok()
+        })?;
+        r.finish()?;
+        let mut out = Self { state, total_weight, jump: 0.0 };
+        if out.state.sample.is_full() {
+            out.draw_jump();
+        }
+        Ok(out)
+    }
+}
+
+impl<T: PartialEq> PartialEq for WeightedReservoir<T> {
+    /// The same configuration, count, total weight and sample (items, weights and keys); the
+    /// generator's state is not compared.
+    fn eq(&self, other: &Self) -> bool {
+        self.state.same(&other.state) && self.total_weight.to_bits() == other.total_weight.to_bits()
+    }
+}
+
+impl<T> fmt::Debug for WeightedReservoir<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeightedReservoir")
+            .field("capacity", &self.capacity())
+            .field("seen", &self.seen())
+            .field("total_weight", &self.total_weight)
+            .field("len", &self.len())
+            .field("seed", &self.seed())
+            .finish()
+    }
+}
+
+impl<T> Operator<(T, Weight)> for WeightedReservoir<T> {
+    fn observe(&mut self, (item, weight): (T, Weight)) {
+        WeightedReservoir::observe(self, item, weight);
+    }
+}
+
+impl<'a, T: Clone> Operator<&'a (T, Weight)> for WeightedReservoir<T> {
+    fn observe(&mut self, (item, weight): &'a (T, Weight)) {
+        WeightedReservoir::observe(self, item.clone(), *weight);
+    }
+}
+
+impl<T: Clone> Mergeable for WeightedReservoir<T> {
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        WeightedReservoir::merge(self, other)
+    }
+
+    fn empty_like(&self) -> Self {
+        Self { state: self.state.empty_like(), total_weight: 0.0, jump: 0.0 }
+    }
+
+    fn empty_part(&self, index: u64) -> Self {
+        Self { state: self.state.empty_part(index), total_weight: 0.0, jump: 0.0 }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<T: Item> serde::Serialize for WeightedReservoir<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.to_bytes())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de, T: Item> serde::Deserialize<'de> for WeightedReservoir<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bytes = deserializer.deserialize_bytes(crate::codec::serde_support::BytesVisitor)?;
+        Self::from_bytes(&bytes).map_err(serde::de::Error::custom)
+    }
+}
