@@ -40,8 +40,11 @@
 //! | which items are most frequent? | [`frequency::HeavyHitters`] | counts within `N/(k+1)` below the truth, always | `k` to `2k` items and counts |
 //! | have I seen this item? | [`membership::Bloom`] | false positives `≈ (1 − e^(−kn/m))^k`, no false negatives | `m` bits, ≈ 9.6 per item at 1 % |
 //! | is this item in the set now (with removals)? | [`membership::CountingBloom`] | as Bloom, while only members are removed | `m` counters of 4 bits, ≈ 4.8 bytes per item at 1 % |
+//! | a few typical items, for any later question | [`sampling::Reservoir`] | a uniform sample: a mean's error `σ/√k` | `k` items |
+//! | items drawn in proportion to weight | [`sampling::WeightedReservoir`] | without replacement (PPSWOR) | `k` items and weights |
+//! | the total weight of any subset, decided later | [`sampling::PrioritySample`] | unbiased, with an unbiased variance estimate | `k + 1` items and weights |
 //!
-//! Sampling (reservoirs) and load shedding are planned; each will join this table.
+//! Load shedding is planned and will join this table.
 //!
 //! # Merging and parallel partitions
 //!

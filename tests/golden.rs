@@ -21,9 +21,11 @@ use std::sync::Once;
 
 use synopses::DecodeError;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::core::Weight;
 use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_bytes};
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
+use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 type TestResult = Result<(), Box<dyn Error>>;
@@ -154,6 +156,9 @@ enum Sketch {
     Bloom(Bloom),
     Hh(HeavyHitters<String>),
     Cbf(CountingBloom),
+    Res(Reservoir<u64>),
+    Wres(WeightedReservoir<u64>),
+    Prio(PrioritySample<u64>),
 }
 
 impl Sketch {
@@ -165,6 +170,9 @@ impl Sketch {
             Self::Bloom(s) => s.to_bytes(),
             Self::Hh(s) => s.to_bytes(),
             Self::Cbf(s) => s.to_bytes(),
+            Self::Res(s) => s.to_bytes(),
+            Self::Wres(s) => s.to_bytes(),
+            Self::Prio(s) => s.to_bytes(),
         }
     }
 
@@ -179,6 +187,10 @@ impl Sketch {
             Self::Hh(s) => s.error() as f64,
             // The false-positive rate from the counters, as the others an f64.
             Self::Cbf(s) => s.false_positive_rate(),
+            // Sums over the sample: they pin which items the seeded draws kept.
+            Self::Res(s) => s.iter().map(|&x| x as f64).sum(),
+            Self::Wres(s) => s.iter().map(|&(x, _)| x as f64).sum(),
+            Self::Prio(s) => s.subset_sum(|_| true).value,
         }
     }
 
@@ -191,6 +203,9 @@ impl Sketch {
             Self::Bloom(_) => Bloom::from_bytes(bytes).map(Self::Bloom),
             Self::Hh(_) => HeavyHitters::from_bytes(bytes).map(Self::Hh),
             Self::Cbf(_) => CountingBloom::from_bytes(bytes).map(Self::Cbf),
+            Self::Res(_) => Reservoir::from_bytes(bytes).map(Self::Res),
+            Self::Wres(_) => WeightedReservoir::from_bytes(bytes).map(Self::Wres),
+            Self::Prio(_) => PrioritySample::from_bytes(bytes).map(Self::Prio),
         }
     }
 }
@@ -262,6 +277,18 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
     let mut wide = CountingBloom::with_params(100, 3, CounterWidth::Eight, 8)?;
     wide.observe_all(["a", "b", "c", "a"]);
 
+    // Seeded samplers: 10 of 0..100 000 uniformly; 5 weighted by 1 + i % 7 of 0..1000; a
+    // priority sample of 8 with the same weights. The fixtures pin the random draws.
+    let mut reservoir = Reservoir::new(10, 2024)?;
+    reservoir.observe_all(0..100_000_u64);
+    let weight = |i: u64| Weight::new(1.0 + (i % 7) as f64);
+    let mut weighted = WeightedReservoir::new(5, 2024)?;
+    let mut priority = PrioritySample::new(8, 2024)?;
+    for i in 0..1000_u64 {
+        weighted.observe(i, weight(i)?);
+        priority.observe(i, weight(i)?);
+    }
+
     Ok(vec![
         ("hll_p12_empty.bin", Sketch::Hll(empty)),
         ("hll_p12_sparse.bin", Sketch::Hll(sparse)),
@@ -278,6 +305,9 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
         ("hh_8_strings.bin", Sketch::Hh(hh)),
         ("cbf_500_1pct.bin", Sketch::Cbf(counting)),
         ("cbf_100x3_8bit_seed8.bin", Sketch::Cbf(wide)),
+        ("reservoir_10_seed2024.bin", Sketch::Res(reservoir)),
+        ("weighted_5_seed2024.bin", Sketch::Wres(weighted)),
+        ("priority_8_seed2024.bin", Sketch::Prio(priority)),
     ])
 }
 
@@ -366,6 +396,9 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Bloom(_) => 4,
             Sketch::Hh(_) => 5,
             Sketch::Cbf(_) => 6,
+            Sketch::Res(_) => 7,
+            Sketch::Wres(_) => 8,
+            Sketch::Prio(_) => 9,
         };
         assert_eq!(stored[3], family, "{name}: family code");
         let body = stored.len() - 12;
@@ -379,6 +412,10 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Bloom(b) => 17 + 8 * b.bits().div_ceil(64) as usize,
             Sketch::Hh(h) => 24 + h.top(usize::MAX).iter().map(|(item, _)| 4 + item.len() + 8).sum::<usize>(),
             Sketch::Cbf(c) => 26 + 8 * (c.counters() * u64::from(c.counter_width().bits())).div_ceil(64) as usize,
+            Sketch::Res(r) => 32 + 16 * r.len(),
+            Sketch::Wres(w) => 40 + 24 * w.len(),
+            // The priority sample keeps one item more than its capacity, for the threshold.
+            Sketch::Prio(p) => 40 + 24 * (p.capacity() + 1),
         };
         assert_eq!(body, expected, "{name}: body length");
         let (content, sum) = stored.split_at(stored.len() - 8);
@@ -429,6 +466,9 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("hh_8_strings.bin", 0x407C800000000000),                       // 456
     ("cbf_500_1pct.bin", 0x3F4604F5E4D4C84C),                       // 0.0006719780591650875
     ("cbf_100x3_8bit_seed8.bin", 0x3F47E34B945308BB),               // 0.0007289999999999999
+    ("reservoir_10_seed2024.bin", 0x411D4F3400000000),              // 480205
+    ("weighted_5_seed2024.bin", 0x4097200000000000),                // 1480
+    ("priority_8_seed2024.bin", 0x40B08D32BDD8ACD7),                // 4237.1982093259785
     ("hll p12 0..100k register_estimate", 0x40F8C5934BA36353),      // 101465.2059663658
     ("hll p12 0..100k reduce(8)", 0x40F8BC1E909F04AC),              // 101313.91030790162
     ("hll p14 seed 7 0..1M estimate", 0x412E319560005665),          // 989386.6875025748

@@ -22,9 +22,11 @@ use proptest::sample::Index;
 use synopses::DecodeError;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::core::Confidence;
+use synopses::core::{Mergeable, Weight};
 use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::DEFAULT_SEED;
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
+use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 type TestResult = Result<(), Box<dyn Error>>;
@@ -36,6 +38,9 @@ const CM: u8 = 3;
 const BLOOM: u8 = 4;
 const HH: u8 = 5;
 const CBF: u8 = 6;
+const RES: u8 = 7;
+const WRES: u8 = 8;
+const PRIO: u8 = 9;
 /// Header (4 bytes) plus checksum trailer (8 bytes).
 const ENVELOPE_LEN: usize = 12;
 
@@ -1599,6 +1604,215 @@ fn cbf_mismatched_merges_fail_and_change_nothing() -> TestResult {
         assert_eq!(a, before);
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Samplers
+// ---------------------------------------------------------------------------------------------
+
+/// A sampler body after its own head: seed, stream, seen, count, then (key, item) entries.
+fn sampler_tail(seed: u64, stream: u64, seen: u64, entries: &[(f64, Vec<u8>)]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for v in [seed, stream, seen] {
+        body.extend_from_slice(&v.to_le_bytes());
+    }
+    body.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for (key, item) in entries {
+        body.extend_from_slice(&key.to_le_bytes());
+        body.extend_from_slice(item);
+    }
+    body
+}
+
+/// A reservoir body over u64 items.
+fn res_body(capacity: u32, seen: u64, entries: &[(f64, u64)]) -> Vec<u8> {
+    let mut body = capacity.to_le_bytes().to_vec();
+    let entries: Vec<(f64, Vec<u8>)> = entries.iter().map(|&(k, x)| (k, x.to_le_bytes().to_vec())).collect();
+    body.extend_from_slice(&sampler_tail(1, 0, seen, &entries));
+    body
+}
+
+/// A weighted or priority body over u64 items: capacity, total weight, then (key, item,
+/// weight) entries.
+fn weighted_body(capacity: u32, total: f64, seen: u64, entries: &[(f64, u64, f64)]) -> Vec<u8> {
+    let mut body = capacity.to_le_bytes().to_vec();
+    body.extend_from_slice(&total.to_le_bytes());
+    let entries: Vec<(f64, Vec<u8>)> =
+        entries.iter().map(|&(k, x, w)| (k, [x.to_le_bytes(), w.to_le_bytes()].concat())).collect();
+    body.extend_from_slice(&sampler_tail(1, 0, seen, &entries));
+    body
+}
+
+fn check_samplers(bytes: &[u8]) -> Result<(), TestCaseError> {
+    if let Ok(r) = Reservoir::<u64>::from_bytes(bytes) {
+        prop_assert_eq!(r.to_bytes(), bytes.to_vec());
+        let mut more = r.clone();
+        more.observe_all(0..100_u64);
+        let _ = more.merge(&r.empty_part(0));
+    }
+    if let Ok(r) = Reservoir::<String>::from_bytes(bytes) {
+        let _ = r.iter().count();
+    }
+    if let Ok(w) = WeightedReservoir::<u64>::from_bytes(bytes) {
+        prop_assert_eq!(w.to_bytes(), bytes.to_vec());
+        let mut more = w.clone();
+        (0..100_u64).for_each(|i| more.observe(i, Weight::ONE));
+    }
+    if let Ok(p) = PrioritySample::<u64>::from_bytes(bytes) {
+        prop_assert_eq!(p.to_bytes(), bytes.to_vec());
+        let _ = (p.subset_sum(|_| true), p.threshold());
+        let mut more = p.clone();
+        (0..100_u64).for_each(|i| more.observe(i, Weight::ONE));
+    }
+    Ok(())
+}
+
+fn key_strategy() -> impl Strategy<Value = f64> {
+    prop_oneof![0.0..1.0_f64, any::<f64>(), Just(0.0), Just(1.0), Just(f64::NAN), Just(-0.5)]
+}
+
+proptest! {
+    #[test]
+    fn samplers_arbitrary_bytes_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..600),
+        body in proptest::collection::vec(any::<u8>(), 0..600),
+        family in prop_oneof![Just(RES), Just(WRES), Just(PRIO)],
+        capacity in 0_u32..6, seen in 0_u64..10, total in prop_oneof![0.0..100.0_f64, any::<f64>()],
+        entries in proptest::collection::vec((key_strategy(), 0_u64..5, prop_oneof![0.1..10.0_f64, any::<f64>()]), 0..8),
+    ) {
+        check_samplers(&bytes)?;
+        check_samplers(&envelope(family, &body))?;
+        let plain: Vec<(f64, u64)> = entries.iter().map(|&(k, x, _)| (k, x)).collect();
+        check_samplers(&envelope(RES, &res_body(capacity, seen, &plain)))?;
+        check_samplers(&envelope(WRES, &weighted_body(capacity, total, seen, &entries)))?;
+        check_samplers(&envelope(PRIO, &weighted_body(capacity, total, seen, &entries)))?;
+    }
+
+    #[test]
+    fn samplers_every_change_to_a_real_encoding_is_rejected(n in 0_u64..50, mutation in mutation_strategy()) {
+        let mut r = Reservoir::new(4, 3).unwrap();
+        r.observe_all(0..n);
+        let mut w = WeightedReservoir::new(4, 3).unwrap();
+        let mut p = PrioritySample::new(4, 3).unwrap();
+        for i in 0..n {
+            w.observe(i, Weight::new(1.0 + i as f64).unwrap());
+            p.observe(i, Weight::new(1.0 + i as f64).unwrap());
+        }
+        for (family, original) in [(RES, r.to_bytes()), (WRES, w.to_bytes()), (PRIO, p.to_bytes())] {
+            let mutated = mutation.apply(&original);
+            if mutated != original {
+                let expected = Err(expected_envelope_error(&mutated, family));
+                match family {
+                    RES => prop_assert_eq!(Reservoir::<u64>::from_bytes(&mutated).map(|_| ()), expected),
+                    WRES => prop_assert_eq!(WeightedReservoir::<u64>::from_bytes(&mutated).map(|_| ()), expected),
+                    _ => prop_assert_eq!(PrioritySample::<u64>::from_bytes(&mutated).map(|_| ()), expected),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn sampler_crafted_invalid_fields_are_rejected() -> TestResult {
+    // Controls: the helpers write what the crate writes.
+    let mut r = Reservoir::new(2, 1)?;
+    r.observe_all([5_u64, 6, 7]);
+    let entries: Vec<(f64, u64)> = {
+        let decoded = Reservoir::<u64>::from_bytes(&r.to_bytes())?;
+        assert_eq!(decoded, r);
+        // Keys are not public: read them back from the encoding (after the 32-byte head).
+        let bytes = r.to_bytes();
+        (0..2)
+            .map(|i| {
+                let at = 4 + 32 + 16 * i;
+                (
+                    f64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()),
+                    u64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap()),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(envelope(RES, &res_body(2, 3, &entries)), r.to_bytes());
+    assert!(Reservoir::<u64>::from_bytes(&envelope(RES, &res_body(2, 1, &[(0.5, 9)]))).is_ok());
+    for (what, body, field) in [
+        ("capacity 0", res_body(0, 0, &[]), "capacity"),
+        ("capacity 2^24 + 1", res_body((1 << 24) + 1, 0, &[]), "capacity"),
+        ("more items than seen", res_body(2, 1, &[(0.1, 1), (0.2, 2)]), "sample size"),
+        ("fewer items than min(seen, k)", res_body(2, 5, &[(0.1, 1)]), "sample size"),
+        ("a key of 0", res_body(2, 1, &[(0.0, 1)]), "keys"),
+        ("a key of 1", res_body(2, 1, &[(1.0, 1)]), "keys"),
+        ("a NaN key", res_body(2, 1, &[(f64::NAN, 1)]), "keys"),
+        ("keys out of order", res_body(2, 2, &[(0.5, 1), (0.2, 2)]), "keys"),
+    ] {
+        let r = Reservoir::<u64>::from_bytes(&envelope(RES, &body));
+        assert!(is_invalid_field(&r, field), "{what}: {r:?}");
+    }
+    for family in [WRES, PRIO] {
+        let decode = |body: &[u8]| -> Result<(), DecodeError> {
+            if family == WRES {
+                WeightedReservoir::<u64>::from_bytes(&envelope(family, body)).map(|_| ())
+            } else {
+                PrioritySample::<u64>::from_bytes(&envelope(family, body)).map(|_| ())
+            }
+        };
+        assert_eq!(decode(&weighted_body(2, 3.0, 1, &[(0.1, 1, 3.0)])), Ok(()));
+        for (what, body, field) in [
+            ("capacity 0", weighted_body(0, 0.0, 0, &[]), "capacity"),
+            ("a NaN total", weighted_body(2, f64::NAN, 0, &[]), "total weight"),
+            ("a negative total", weighted_body(2, -1.0, 0, &[]), "total weight"),
+            ("a zero weight", weighted_body(2, 1.0, 1, &[(0.1, 1, 0.0)]), "keys"),
+            ("an infinite weight", weighted_body(2, 1.0, 1, &[(0.1, 1, f64::INFINITY)]), "keys"),
+            ("a negative weight", weighted_body(2, 1.0, 1, &[(0.1, 1, -2.0)]), "keys"),
+            ("a NaN key", weighted_body(2, 1.0, 1, &[(f64::NAN, 1, 1.0)]), "keys"),
+            ("keys out of order", weighted_body(2, 2.0, 2, &[(0.5, 1, 1.0), (0.2, 2, 1.0)]), "keys"),
+            ("more items than seen", weighted_body(2, 2.0, 1, &[(0.1, 1, 1.0), (0.2, 2, 1.0)]), "sample size"),
+        ] {
+            let r = decode(&body);
+            assert!(is_invalid_field(&r, field), "family {family}, {what}: {r:?}");
+        }
+    }
+    // A priority key is U/w with U < 1: a key above 1/w is impossible.
+    let r = PrioritySample::<u64>::from_bytes(&envelope(PRIO, &weighted_body(2, 4.0, 1, &[(0.5, 1, 4.0)])));
+    assert!(is_invalid_field(&r, "keys"), "{r:?}");
+    Ok(())
+}
+
+#[test]
+fn sampler_decoding_allocates_in_proportion_to_its_input() {
+    // A claim of 2^24 sampled items, with none present.
+    let mut body = res_body(1 << 24, u64::MAX, &[]);
+    let at = body.len() - 4;
+    body[at..].copy_from_slice(&(1_u32 << 24).to_le_bytes());
+    let bytes = envelope(RES, &body);
+    let (r, largest, _) = measured(|| Reservoir::<u64>::from_bytes(&bytes));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+}
+
+#[test]
+fn sampler_invalid_parameters_are_config_errors() {
+    for capacity in [0, (1 << 24) + 1, usize::MAX] {
+        assert_eq!(Reservoir::<u64>::new(capacity, 0).map_err(|e| e.parameter()).err(), Some("capacity"));
+        assert_eq!(WeightedReservoir::<u64>::new(capacity, 0).map_err(|e| e.parameter()).err(), Some("capacity"));
+        assert_eq!(PrioritySample::<u64>::new(capacity, 0).map_err(|e| e.parameter()).err(), Some("capacity"));
+    }
+    let mut w = WeightedReservoir::new(3, 0).expect("valid");
+    let mut p = PrioritySample::new(3, 0).expect("valid");
+    for bad in [0.0, -0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        assert_eq!(Weight::new(bad).map_err(|e| e.parameter()).err(), Some("weight"), "{bad}");
+        assert!(w.observe_weighted(1_u64, bad).is_err() && p.observe_weighted(1_u64, bad).is_err());
+    }
+    assert_eq!((w.seen(), p.seen()), (0, 0));
+    // Tiny and huge weights are valid and keep the samplers working.
+    for weight in [f64::MIN_POSITIVE, 1e-300, 1e300, f64::MAX] {
+        w.observe_weighted(2_u64, weight).expect("valid weight");
+        p.observe_weighted(2_u64, weight).expect("valid weight");
+    }
+    assert_eq!((w.len(), p.seen()), (3, 4));
+    let _ = (p.subset_sum(|_| true), w.clone().into_vec());
+    // ...and still encode and decode.
+    assert_eq!(WeightedReservoir::<u64>::from_bytes(&w.to_bytes()).as_ref(), Ok(&w));
+    assert_eq!(PrioritySample::<u64>::from_bytes(&p.to_bytes()).as_ref(), Ok(&p));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -95,8 +95,9 @@
 //!   frequency `f` only with probability about `k·f/n`; use heavy hitters, or a weighted or
 //!   stratified sample.
 //! * Distinct counts: a sample of rows cannot estimate how many distinct values the stream
-//!   holds (a value seen once in the sample may be one of many or unique); sample by a hash
-//!   of the key instead (see the load-shedding family, key-hash policy).
+//!   holds (a value seen once in the sample may be one of many or unique); keep the items
+//!   whose key *hashes* below a threshold instead, so that every occurrence of a kept key is
+//!   kept, and feed them to a distinct-count sketch.
 //!
 //! # References
 //!

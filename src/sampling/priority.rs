@@ -90,7 +90,7 @@ impl<T> PrioritySample<T> {
         self.state.seen
     }
 
-    /// The exact sum of the weights observed (summed over merges).
+    /// The sum of the weights observed (summed over merges; at most `f64::MAX`).
     ///
     /// ```
     /// # use synopses::sampling::PrioritySample;
@@ -199,7 +199,7 @@ impl<T> PrioritySample<T> {
     pub fn observe(&mut self, item: T, weight: Weight) {
         let w = weight.get();
         self.state.seen = self.state.seen.saturating_add(1);
-        self.total_weight += w;
+        self.total_weight = (self.total_weight + w).min(f64::MAX);
         let key = self.state.rng.uniform() / w;
         self.state.sample.offer(key, (item, w));
     }
@@ -241,7 +241,7 @@ impl<T> PrioritySample<T> {
         T: Clone,
     {
         self.state.merge(&other.state)?;
-        self.total_weight += other.total_weight;
+        self.total_weight = (self.total_weight + other.total_weight).min(f64::MAX);
         Ok(())
     }
 
@@ -286,7 +286,7 @@ impl<T: Item> PrioritySample<T> {
     }
 
     /// Decodes a sample written by [`to_bytes`](Self::to_bytes), validating every field:
-    /// finite, positive weights, keys `U/w` with `U` in (0, 1), in increasing order.
+    /// finite, positive weights, keys `U/w` with `U` in [0, 1], in increasing order.
     ///
     /// ```
     /// use synopses::core::Weight;
@@ -308,7 +308,8 @@ impl<T: Item> PrioritySample<T> {
             return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
         }
         let state = State::decode(&mut r, capacity + 1, |key, (_, w): &(T, f64)| {
-            Weight::new(*w).is_ok() && key > 0.0 && key * w < 1.0
+            // `U / w` with `U` in (0, 1), which may underflow to 0 for the largest weights.
+            Weight::new(*w).is_ok() && key >= 0.0 && key * w <= 1.0
         })?;
         r.finish()?;
         Ok(Self { state, total_weight })

@@ -87,7 +87,7 @@ impl<T> WeightedReservoir<T> {
         self.state.seen
     }
 
-    /// The sum of the weights observed (summed over merges).
+    /// The sum of the weights observed (summed over merges; at most `f64::MAX`).
     ///
     /// ```
     /// # use synopses::sampling::WeightedReservoir;
@@ -184,7 +184,7 @@ impl<T> WeightedReservoir<T> {
     pub fn observe(&mut self, item: T, weight: Weight) {
         let w = weight.get();
         self.state.seen = self.state.seen.saturating_add(1);
-        self.total_weight += w;
+        self.total_weight = (self.total_weight + w).min(f64::MAX);
         if !self.state.sample.is_full() {
             let key = self.state.rng.exponential() / w;
             self.state.sample.offer(key, (item, w));
@@ -244,7 +244,7 @@ impl<T> WeightedReservoir<T> {
         T: Clone,
     {
         self.state.merge(&other.state)?;
-        self.total_weight += other.total_weight;
+        self.total_weight = (self.total_weight + other.total_weight).min(f64::MAX);
         if self.state.sample.is_full() {
             // The threshold may have fallen; the arrivals have no memory, so redraw the jump.
             self.draw_jump();
@@ -322,7 +322,8 @@ impl<T: Item> WeightedReservoir<T> {
             return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
         }
         let state = State::decode(&mut r, capacity, |key, (_, w): &(T, f64)| {
-            key >= 0.0 && key.is_finite() && Weight::new(*w).is_ok()
+            // `E / w` overflows to +∞ for the tiniest weights, and underflows to 0 for the largest.
+            key >= 0.0 && Weight::new(*w).is_ok()
         })?;
         r.finish()?;
         let mut out = Self { state, total_weight, jump: 0.0 };
