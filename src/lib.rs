@@ -104,5 +104,6 @@ pub mod frequency;
 pub mod hash;
 pub mod membership;
 pub mod sampling;
+pub mod shedding;
 
 pub use crate::core::{ConfigError, DecodeError, Error, MergeError, RemoveError};

@@ -18,6 +18,8 @@ pub enum Confidence {
     TwoSigma,
     /// ±3 standard deviations: about 99.73 %.
     ThreeSigma,
+    /// ±1.96 standard deviations: 95 %, the interval most reports quote.
+    NinetyFivePercent,
 }
 
 impl Confidence {
@@ -32,6 +34,7 @@ impl Confidence {
             Self::OneSigma => 1.0,
             Self::TwoSigma => 2.0,
             Self::ThreeSigma => 3.0,
+            Self::NinetyFivePercent => 1.959_963_984_540_054,
         }
     }
 
@@ -46,6 +49,7 @@ impl Confidence {
             Self::OneSigma => 0.682_689_492_137_085_9,
             Self::TwoSigma => 0.954_499_736_103_641_6,
             Self::ThreeSigma => 0.997_300_203_936_739_8,
+            Self::NinetyFivePercent => 0.95,
         }
     }
 }

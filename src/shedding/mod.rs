@@ -1,0 +1,102 @@
+//! Load shedding: drop part of an overloaded stream on purpose, and keep the answers honest.
+//!
+//! A stream system whose input outruns its processing has two ways out. It can slow the
+//! input down (*backpressure*: buffers fill, and senders block or buffer in turn), which is
+//! right when every item matters and the source can wait. Or it can *shed load*: drop items
+//! before they cost anything, which is right when the source cannot wait (sensors, network
+//! taps, clicks) and an approximate answer now beats an exact one too late. Dropping silently
+//! biases every count and sum; this family drops so that the answers stay unbiased, with a
+//! stated error.
+//!
+//! | piece | what it does |
+//! |---|---|
+//! | [`LoadShedder`] | wraps any operator; keeps a fraction `p` of the items and forwards each with a weight |
+//! | [`RandomDrop`] | keeps each item with probability `p`, weight `1/p`; about `min(p, 1 − p)` random numbers per item |
+//! | [`KeyHashDrop`] | keeps the items whose key hashes below `p`: all or none of each key, weight `1/p` |
+//! | [`SemanticDrop`] | keeps the items of highest utility (a function you give), weight 1 |
+//! | [`FixedRate`], [`Headroom`], [`PiController`] | set `p`: fixed; from the load and the capacity (Aurora); from the queueing delay |
+//! | [`HorvitzThompson`] | estimates count, sum and mean from the kept items and their weights, with variances |
+//! | [`Simulation`] | a virtual-time queue with the shedder in front, to see overload and its cure |
+//!
+//! # Where and how much to shed
+//!
+//! Shed as early as possible: an item dropped at the entrance costs nothing downstream.
+//! How much: Aurora's answer (Tatbul et al., 2003) is to keep the load under a *headroom*
+//! fraction `H` of the capacity `C`. With an input rate `λ` and a cost of `c` seconds per item,
+//! the work offered per second is `λ·c`, and keeping a fraction
+//!
+//! ```text
+//!   p = min(1, (H·C − q·c/T) / (λ·c))
+//! ```
+//!
+//! holds the kept load at `H·C` while draining a backlog of `q` items in `T` seconds
+//! ([`Headroom`]). The queue behind the shedder then behaves as one at utilization `H`: for
+//! Poisson arrivals and a fixed cost (an M/D/1 queue), the chance that `n` or more items wait
+//! falls as `e^(−θn)` with `θ = H(e^θ − 1)`, about `e^(−0.2n)` at `H = 0.9`, so the queue
+//! and the latency stay bounded however large the burst. Without shedding, a burst at rate
+//! `λ > C` grows the queue by `λ − C` items every second it lasts (`tests/accuracy.rs` and
+//! `examples/overload.rs` measure both). A [`PiController`] instead steers the queueing delay
+//! to a target, needing no model of costs, at the price of slower reactions.
+//!
+//! # Random drops keep sums unbiased
+//!
+//! An item kept with probability `p_i` and counted with weight `w_i = 1/p_i` contributes, on
+//! average, exactly itself; so the Horvitz–Thompson estimates `Σ w_i` and `Σ w_i·y_i` over the
+//! kept items are unbiased estimates of the count and sum of *all* items, even while `p`
+//! changes, because each item carries the `p` in force when it arrived. With independent
+//! choices, their variances are estimated without bias by `Σ w_i(w_i − 1)` and
+//! `Σ w_i(w_i − 1)·y_i²`: a sum over `n` items kept at a fixed `p` has a relative standard
+//! error of about `√((1 − p)/(p·n))` times the coefficient of variation of the values.
+//!
+//! # Why a row sample cannot count distinct keys, and a key-hash sample can
+//!
+//! Drop rows at random, and a key seen 100 times survives almost surely while a key seen once
+//! survives with probability `p`: the number of distinct keys kept depends on the unknown
+//! frequencies, and no weighting repairs it (the distinct count is not a sum over rows).
+//! Keep instead every row whose key *hashes* below `p` ([`KeyHashDrop`]), and each distinct
+//! key survives, with all its rows, with probability exactly `p`: a distinct-count sketch
+//! behind it estimates `p` times the number of distinct keys, so its estimate divided by `p`
+//! is unbiased, with the sketch's error plus the binomial error `√((1 − p)/(p·D))` of keeping
+//! `p·D` of `D` keys. `tests/accuracy.rs` shows both, HyperLogLog behind each policy.
+//!
+//! # Random versus semantic drops
+//!
+//! Random and key-hash drops treat every item alike and support unbiased estimates of totals.
+//! A semantic drop ([`SemanticDrop`]) keeps the items that matter most (the largest
+//! transactions, the alerts) and drops the rest: the answers about the kept items are exact,
+//! and totals over all items are not estimated at all. Use it when the question is about the
+//! important items, not the whole stream.
+//!
+//! # Merging and parallel partitions
+//!
+//! A [`LoadShedder`] is mergeable when its inner operator is: the inner states merge and the
+//! counts add, while each partition keeps its own controller (its own load) and, through
+//! [`empty_part`](crate::core::Mergeable::empty_part), its own random stream. The
+//! [`HorvitzThompson`] sums merge exactly.
+//!
+//! # When not to use it
+//!
+//! * Every item matters (billing, exactly-once pipelines): use backpressure and capacity.
+//! * The answer is an extreme (a maximum, a rare event): a sample misses it.
+//! * Overload is short and memory is plentiful: a buffer absorbs it without error.
+//!
+//! # References
+//!
+//! * N. Tatbul, U. Çetintemel, S. Zdonik, M. Cherniack, M. Stonebraker. *Load shedding in a
+//!   data stream manager.* VLDB 2003.
+//! * B. Babcock, M. Datar, R. Motwani. *Load shedding for aggregation queries over data
+//!   streams.* ICDE 2004.
+//! * D. G. Horvitz, D. J. Thompson. *A generalization of sampling without replacement from a
+//!   finite universe.* JASA 47(260), 1952.
+//! * Y.-C. Tu, S. Liu, S. Prabhakar, B. Yao. *Load shedding in stream databases: a
+//!   control-based approach.* VLDB 2006 (feedback control of the delay).
+
+mod controller;
+mod policy;
+mod shedder;
+mod simulator;
+
+pub use controller::{FixedRate, Headroom, Load, MIN_KEEP_PROBABILITY, PiController, RateController};
+pub use policy::{DropPolicy, KeyHashDrop, PartPolicy, RandomDrop, SemanticDrop};
+pub use shedder::{HorvitzThompson, LoadShedder, ShedStats, Unweighted, Value};
+pub use simulator::{Phase, Report, Simulation, Snapshot};

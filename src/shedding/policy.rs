@@ -1,0 +1,385 @@
+//! Drop policies: which items a load shedder keeps. The teaching text is in the
+//! [family docs](super).
+
+use std::fmt;
+
+use crate::core::Weight;
+use crate::core::random::{Stream, part_stream};
+use crate::hash::{DEFAULT_SEED, Hashable};
+
+/// Decides, item by item, which items a [`LoadShedder`](super::LoadShedder) keeps when it
+/// should keep a fraction `p` of them, and with what weight each kept item stands for the
+/// items dropped.
+///
+/// The policies of this crate: [`RandomDrop`] and [`KeyHashDrop`] keep each item with
+/// probability `p` and give it weight `1/p`, so sums and counts downstream stay unbiased;
+/// [`SemanticDrop`] keeps the most useful items and gives them weight 1.
+///
+/// ```
+/// use synopses::shedding::{DropPolicy, KeyHashDrop};
+///
+/// let mut policy = KeyHashDrop::new();
+/// let kept = (0..10_000_u64).filter(|x| policy.decide(x, 0.25).is_some()).count();
+/// assert!((2_300..2_700).contains(&kept));
+/// ```
+pub trait DropPolicy<T>: PartPolicy {
+    /// Whether to keep `item` when the keep probability is `keep_probability` (in `[0, 1]`;
+    /// 0 drops everything): the weight the kept item carries, or `None` to drop it.
+    fn decide(&mut self, item: &T, keep_probability: f64) -> Option<Weight>;
+}
+
+/// How a drop policy is copied for the parts of a partitioned stream.
+///
+/// ```
+/// use synopses::shedding::{DropPolicy, PartPolicy, RandomDrop};
+///
+/// let policy = RandomDrop::new(7);
+/// let mut part = policy.part(1);
+/// assert!(part.decide(&5_u64, 1.0).is_some());
+/// ```
+pub trait PartPolicy: Sized {
+    /// A policy for part `index` of a stream split over partitions: for a randomized policy,
+    /// one with its own random stream (see [`Mergeable::empty_part`](crate::core::Mergeable::empty_part));
+    /// distinct indexes give distinct streams.
+    fn part(&self, index: u64) -> Self;
+}
+
+/// The weight `1/p` of an item kept with probability `p`.
+fn inverse(keep_probability: f64) -> Weight {
+    Weight::new(1.0 / keep_probability).unwrap_or(Weight::ONE)
+}
+
+/// Keeps each item independently with probability `p`, deciding with geometric gaps: it draws
+/// a random number only where the run of keeps or drops changes, so about `min(p, 1 − p)`
+/// numbers per item, and kept items have weight `1/p`.
+///
+/// While `p ≤ 1/2` it draws the number of items to drop before the next keep (geometric with
+/// success probability `p`); above, the number to keep before the next drop. The runs of a
+/// Bernoulli process are geometric and memoryless, so a run drawn for one `p` is redrawn
+/// when `p` changes, and every item is kept with the probability in force when it arrives.
+///
+/// ```
+/// use synopses::shedding::{DropPolicy, RandomDrop};
+///
+/// let mut policy = RandomDrop::new(42);
+/// let kept = (0..100_000_u64).filter(|x| policy.decide(x, 0.1).is_some()).count();
+/// assert!((9_500..10_500).contains(&kept));
+/// assert!(policy.random_draws() < 11_000); // one per kept item, not one per item
+/// ```
+#[derive(Clone)]
+pub struct RandomDrop {
+    seed: u64,
+    stream: u64,
+    rng: Stream,
+    /// The `p` the current run was drawn for (`NaN` before the first).
+    p: f64,
+    /// Items left in the current run of the majority outcome (drops while `p ≤ 1/2`).
+    run: u64,
+}
+
+impl RandomDrop {
+    /// A random policy drawing from `seed`.
+    ///
+    /// ```
+    /// # use synopses::shedding::RandomDrop;
+    /// assert_eq!(RandomDrop::new(3).seed(), 3);
+    /// ```
+    pub fn new(seed: u64) -> Self {
+        Self::on_stream(seed, 0)
+    }
+
+    fn on_stream(seed: u64, stream: u64) -> Self {
+        Self { seed, stream, rng: Stream::new(seed, stream), p: f64::NAN, run: 0 }
+    }
+
+    /// The seed.
+    ///
+    /// ```
+    /// # use synopses::shedding::RandomDrop;
+    /// assert_eq!(RandomDrop::new(9).seed(), 9);
+    /// ```
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The random numbers drawn so far.
+    ///
+    /// ```
+    /// use synopses::shedding::{DropPolicy, RandomDrop};
+    ///
+    /// let mut policy = RandomDrop::new(1);
+    /// (0..1000_u64).for_each(|x| drop(policy.decide(&x, 1.0)));
+    /// assert_eq!(policy.random_draws(), 0); // p = 1 keeps everything without drawing
+    /// ```
+    pub fn random_draws(&self) -> u64 {
+        self.rng.draws()
+    }
+
+    /// Whether the next item is kept at probability `p`.
+    #[inline]
+    fn keep(&mut self, p: f64) -> bool {
+        if p != self.p {
+            self.p = p;
+            self.run = self.draw_run(p);
+        }
+        if p >= 1.0 || p <= 0.0 {
+            return p >= 1.0;
+        }
+        let minority_next = self.run == 0;
+        if minority_next {
+            self.run = self.draw_run(p);
+        } else {
+            self.run -= 1;
+        }
+        // While p ≤ 1/2 the runs are of drops and the minority outcome is a keep.
+        minority_next == (p <= 0.5)
+    }
+
+    /// The length of the next run of the majority outcome.
+    fn draw_run(&mut self, p: f64) -> u64 {
+        if p >= 1.0 || p <= 0.0 {
+            return 0;
+        }
+        self.rng.geometric(if p <= 0.5 { p } else { 1.0 - p })
+    }
+
+    /// Decides a whole slice of items at once: calls `kept` with each kept item, skipping the
+    /// runs of drops without looking at them. The same decisions as [`decide`](DropPolicy::decide)
+    /// item by item.
+    ///
+    /// ```
+    /// use synopses::shedding::RandomDrop;
+    ///
+    /// let items: Vec<u64> = (0..100_000).collect();
+    /// let mut policy = RandomDrop::new(5);
+    /// let mut kept = 0;
+    /// policy.decide_slice(&items, 0.01, |_, _| kept += 1);
+    /// assert!((800..1200).contains(&kept));
+    /// ```
+    pub fn decide_slice<T>(&mut self, items: &[T], keep_probability: f64, mut kept: impl FnMut(&T, Weight)) {
+        let weight = inverse(keep_probability);
+        let mut rest = items;
+        if keep_probability <= 0.0 {
+            return;
+        }
+        if keep_probability > 0.5 {
+            for item in rest {
+                if self.keep(keep_probability) {
+                    kept(item, weight);
+                }
+            }
+            return;
+        }
+        if keep_probability != self.p {
+            self.p = keep_probability;
+            self.run = self.draw_run(keep_probability);
+        }
+        // Runs of drops, each followed by one keep.
+        loop {
+            let Some(after_run) = usize::try_from(self.run).ok().and_then(|run| rest.get(run..)) else {
+                self.run -= rest.len() as u64;
+                return;
+            };
+            let Some((item, tail)) = after_run.split_first() else {
+                self.run = 0;
+                return;
+            };
+            kept(item, weight);
+            self.run = self.draw_run(keep_probability);
+            rest = tail;
+        }
+    }
+}
+
+impl<T> DropPolicy<T> for RandomDrop {
+    #[inline]
+    fn decide(&mut self, _: &T, keep_probability: f64) -> Option<Weight> {
+        self.keep(keep_probability).then(|| inverse(keep_probability))
+    }
+}
+
+impl PartPolicy for RandomDrop {
+    fn part(&self, index: u64) -> Self {
+        Self::on_stream(self.seed, part_stream(self.stream, 0, index))
+    }
+}
+
+impl fmt::Debug for RandomDrop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RandomDrop").field("seed", &self.seed).field("draws", &self.rng.draws()).finish()
+    }
+}
+
+/// Keeps an item when the hash of its key falls below `p · 2^64`: every occurrence of a key
+/// is kept or dropped together (a *coordinated* sample), so the number of distinct keys kept
+/// estimates `p` times the number of distinct keys offered, which a random drop cannot give.
+/// Kept items have weight `1/p`. Deterministic: no random numbers.
+///
+/// The items hash through the crate's seeded xxh3 ([`Hashable`]); a hash seed other than the
+/// sketches' keeps the choice of keys independent of their hashing.
+///
+/// ```
+/// use synopses::shedding::{DropPolicy, KeyHashDrop};
+///
+/// let mut policy = KeyHashDrop::new();
+/// let first: Vec<bool> = (0..100_u64).map(|x| policy.decide(&x, 0.5).is_some()).collect();
+/// let again: Vec<bool> = (0..100_u64).map(|x| policy.decide(&x, 0.5).is_some()).collect();
+/// assert_eq!(first, again); // the same keys, every time
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyHashDrop {
+    seed: u64,
+}
+
+impl KeyHashDrop {
+    /// The hash seed of this policy unless given another: the crate's default seed with its
+    /// bits inverted, so that it differs from the sketches'.
+    pub const DEFAULT_SEED: u64 = !DEFAULT_SEED;
+
+    /// A key-hash policy with [`KeyHashDrop::DEFAULT_SEED`].
+    ///
+    /// ```
+    /// # use synopses::shedding::KeyHashDrop;
+    /// assert_eq!(KeyHashDrop::new().seed(), KeyHashDrop::DEFAULT_SEED);
+    /// ```
+    pub fn new() -> Self {
+        Self { seed: Self::DEFAULT_SEED }
+    }
+
+    /// A key-hash policy hashing with `seed`.
+    ///
+    /// ```
+    /// # use synopses::shedding::KeyHashDrop;
+    /// assert_eq!(KeyHashDrop::with_seed(4).seed(), 4);
+    /// ```
+    pub fn with_seed(seed: u64) -> Self {
+        Self { seed }
+    }
+
+    /// The hash seed.
+    ///
+    /// ```
+    /// # use synopses::shedding::KeyHashDrop;
+    /// assert_eq!(KeyHashDrop::with_seed(4).seed(), 4);
+    /// ```
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+}
+
+impl Default for KeyHashDrop {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Hashable> DropPolicy<T> for KeyHashDrop {
+    #[inline]
+    fn decide(&mut self, item: &T, keep_probability: f64) -> Option<Weight> {
+        // Compare the hash, as a fraction of 2^64, with p: 53 bits of it are plenty.
+        let fraction = (item.hash64(self.seed) >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        (fraction < keep_probability).then(|| inverse(keep_probability))
+    }
+}
+
+impl PartPolicy for KeyHashDrop {
+    /// The same policy: its choices are a function of the key, coordinated across parts.
+    fn part(&self, _: u64) -> Self {
+        *self
+    }
+}
+
+/// Keeps the items of highest utility, by a utility function the user gives: it learns the
+/// distribution of utilities from a sliding sample of recent items and keeps an item when its
+/// utility is at or above the `(1 − p)`-quantile, so about a fraction `p` of the items. Kept
+/// items have weight 1: the point of a semantic drop is that the answers about useful items
+/// stay exact, and totals over all items are *not* estimated without bias.
+///
+/// ```
+/// use synopses::shedding::{DropPolicy, SemanticDrop};
+///
+/// // Keep the largest transactions.
+/// let mut policy = SemanticDrop::new(|amount: &f64| *amount);
+/// let amounts: Vec<f64> = (0..10_000).map(|i| f64::from(i % 1000)).collect();
+/// let kept: Vec<f64> = amounts.iter().copied().filter(|a| policy.decide(a, 0.1).is_some()).collect();
+/// assert!(kept.iter().skip(1000).all(|&a| a >= 850.0)); // once it has learnt: the top 10 % or so
+/// ```
+#[derive(Clone)]
+pub struct SemanticDrop<F> {
+    utility: F,
+    /// The utilities of the last `WINDOW` items, a ring.
+    recent: Vec<f64>,
+    next: usize,
+    /// The cut, recomputed every `WINDOW / 8` items.
+    cut: f64,
+    cut_p: f64,
+    since_cut: usize,
+}
+
+impl<F> SemanticDrop<F> {
+    /// Recent items whose utilities set the cut.
+    const WINDOW: usize = 1024;
+
+    /// A semantic policy with the utility function `utility` (higher is more useful).
+    ///
+    /// ```
+    /// use synopses::shedding::SemanticDrop;
+    /// let policy = SemanticDrop::new(|x: &u64| *x as f64);
+    /// # let _ = policy;
+    /// ```
+    pub fn new(utility: F) -> Self {
+        Self { utility, recent: Vec::new(), next: 0, cut: f64::NEG_INFINITY, cut_p: f64::NAN, since_cut: 0 }
+    }
+
+    /// The current cut: items of lower utility are dropped.
+    ///
+    /// ```
+    /// use synopses::shedding::{DropPolicy, SemanticDrop};
+    ///
+    /// let mut policy = SemanticDrop::new(|x: &u64| *x as f64);
+    /// (0..2000_u64).for_each(|x| drop(policy.decide(&(x % 100), 0.5)));
+    /// assert!((45.0..=55.0).contains(&policy.cut()));
+    /// ```
+    pub fn cut(&self) -> f64 {
+        self.cut
+    }
+
+    fn recompute_cut(&mut self, keep_probability: f64) {
+        let mut sorted = self.recent.clone();
+        sorted.sort_unstable_by(f64::total_cmp);
+        let drop = ((1.0 - keep_probability) * sorted.len() as f64).floor() as usize;
+        self.cut = sorted.get(drop).copied().unwrap_or(f64::NEG_INFINITY);
+        self.cut_p = keep_probability;
+        self.since_cut = 0;
+    }
+}
+
+impl<T, F: Fn(&T) -> f64 + Clone> DropPolicy<T> for SemanticDrop<F> {
+    fn decide(&mut self, item: &T, keep_probability: f64) -> Option<Weight> {
+        let u = (self.utility)(item);
+        if self.recent.len() < Self::WINDOW {
+            self.recent.push(u);
+        } else if let Some(slot) = self.recent.get_mut(self.next) {
+            *slot = u;
+        }
+        self.next = (self.next + 1) % Self::WINDOW;
+        self.since_cut += 1;
+        if keep_probability != self.cut_p || self.since_cut >= Self::WINDOW / 8 {
+            self.recompute_cut(keep_probability);
+        }
+        (keep_probability >= 1.0 || u >= self.cut).then_some(Weight::ONE)
+    }
+}
+
+impl<F: Clone> PartPolicy for SemanticDrop<F> {
+    /// A policy with the same utility function, learning its own cut.
+    fn part(&self, _: u64) -> Self {
+        Self::new(self.utility.clone())
+    }
+}
+
+impl<F> fmt::Debug for SemanticDrop<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SemanticDrop").field("cut", &self.cut).finish()
+    }
+}

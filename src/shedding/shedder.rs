@@ -1,0 +1,481 @@
+//! The load shedder, an operator adapter, and what goes behind it. The teaching text is in the
+//! [family docs](super).
+
+use std::fmt;
+
+use super::controller::{Load, RateController};
+use super::policy::{DropPolicy, PartPolicy};
+use crate::core::{Estimate, MergeError, Mergeable, Operator, Weight};
+use crate::hash::hash_bytes;
+
+/// Counts of what a load shedder was offered and kept.
+///
+/// ```
+/// use synopses::shedding::ShedStats;
+///
+/// let s = ShedStats { offered: 100, kept: 30 };
+/// assert_eq!((s.dropped(), s.kept_fraction()), (70, 0.3));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShedStats {
+    /// Items offered.
+    pub offered: u64,
+    /// Items kept and forwarded.
+    pub kept: u64,
+}
+
+impl ShedStats {
+    /// Items dropped: offered less kept.
+    ///
+    /// ```
+    /// # use synopses::shedding::ShedStats;
+    /// assert_eq!(ShedStats { offered: 5, kept: 5 }.dropped(), 0);
+    /// ```
+    pub fn dropped(&self) -> u64 {
+        self.offered - self.kept
+    }
+
+    /// The fraction kept (1 before any item).
+    ///
+    /// ```
+    /// # use synopses::shedding::ShedStats;
+    /// assert_eq!(ShedStats::default().kept_fraction(), 1.0);
+    /// ```
+    pub fn kept_fraction(&self) -> f64 {
+        if self.offered == 0 { 1.0 } else { self.kept as f64 / self.offered as f64 }
+    }
+}
+
+/// A load shedder: an operator in front of another that drops part of the stream under
+/// overload. A [`RateController`] sets the keep probability `p` from the load; a
+/// [`DropPolicy`] decides which items to keep; kept items go on to the inner operator with
+/// the weight the policy gives them (`1/p` for the random and key-hash policies), so that
+/// counts and sums estimated downstream stay unbiased even while `p` changes.
+///
+/// The inner operator takes `(item, weight)` pairs: [`HorvitzThompson`] estimates counts,
+/// sums and means from them, the weighted samplers sample them, and [`Unweighted`] passes the
+/// items alone to any other operator (a sketch behind a key-hash policy, say).
+///
+/// ```
+/// use synopses::core::Confidence;
+/// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
+///
+/// // Keep 10 % of 100 000 readings and still estimate their sum.
+/// let mut shedder = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(42), FixedRate::new(0.1)?);
+/// for reading in 0..100_000_u64 {
+///     shedder.offer(reading % 100);
+/// }
+/// let sum = shedder.inner().sum();
+/// assert!(sum.bounds(Confidence::ThreeSigma).contains(4_950_000.0));
+/// assert_eq!(shedder.stats().offered, 100_000);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct LoadShedder<O, P, C> {
+    inner: O,
+    policy: P,
+    controller: C,
+    stats: ShedStats,
+    since_control: u64,
+}
+
+impl<O, P, C: RateController> LoadShedder<O, P, C> {
+    /// A shedder in front of `inner`, dropping with `policy` at the rate `controller` sets.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, KeyHashDrop, LoadShedder};
+    ///
+    /// let shedder = LoadShedder::new(HorvitzThompson::new(), KeyHashDrop::new(), FixedRate::new(0.5)?);
+    /// assert_eq!(shedder.keep_probability(), 0.5);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn new(inner: O, policy: P, controller: C) -> Self {
+        Self { inner, policy, controller, stats: ShedStats::default(), since_control: 0 }
+    }
+
+    /// Offers one item: the policy keeps it or drops it at the current keep probability;
+    /// a kept item goes to the inner operator with its weight. Returns whether it was kept.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
+    ///
+    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(1.0)?);
+    /// assert!(s.offer(3.5));
+    /// assert_eq!(s.inner().sum().value, 3.5);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn offer<T>(&mut self, item: T) -> bool
+    where
+        P: DropPolicy<T>,
+        O: Operator<(T, Weight)>,
+    {
+        self.stats.offered += 1;
+        self.since_control += 1;
+        match self.policy.decide(&item, self.controller.keep_probability()) {
+            Some(weight) => {
+                self.stats.kept += 1;
+                self.inner.observe((item, weight));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes one control step: the controller sees `load`, with `load.offered` replaced by
+    /// the number of items offered since the previous step, and sets the keep probability for
+    /// the items that follow.
+    ///
+    /// ```
+    /// use synopses::shedding::{Headroom, HorvitzThompson, Load, LoadShedder, RandomDrop};
+    ///
+    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(1.0, 0.9)?);
+    /// (0..3000_u64).for_each(|x| drop(s.offer(x)));
+    /// // One second went by; items cost 1 ms: 3 s of work offered per second, 0.9 affordable.
+    /// s.control(Load { offered: 0, elapsed: 1.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 });
+    /// assert!((s.keep_probability() - 0.3).abs() < 1e-9);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn control(&mut self, load: Load) {
+        self.controller.update(&Load { offered: self.since_control, ..load });
+        self.since_control = 0;
+    }
+
+    /// The keep probability in force.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
+    /// let s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(0.2)?);
+    /// assert_eq!(s.keep_probability(), 0.2);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn keep_probability(&self) -> f64 {
+        self.controller.keep_probability()
+    }
+
+    /// What was offered and kept.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
+    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(1.0)?);
+    /// s.offer(1_u64);
+    /// assert_eq!(s.stats().kept, 1);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn stats(&self) -> ShedStats {
+        self.stats
+    }
+
+    /// The inner operator.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
+    /// let s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(1.0)?);
+    /// assert_eq!(s.inner().count().value, 0.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn inner(&self) -> &O {
+        &self.inner
+    }
+
+    /// The inner operator, mutably.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
+    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(1.0)?);
+    /// *s.inner_mut() = HorvitzThompson::new();
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn inner_mut(&mut self) -> &mut O {
+        &mut self.inner
+    }
+
+    /// The inner operator, consuming the shedder.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
+    /// let s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(1.0)?);
+    /// let ht: HorvitzThompson = s.into_inner();
+    /// # let _ = ht;
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn into_inner(self) -> O {
+        self.inner
+    }
+
+    /// The rate controller.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop, RateController};
+    /// let s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(0.5)?);
+    /// assert_eq!(s.controller().keep_probability(), 0.5);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn controller(&self) -> &C {
+        &self.controller
+    }
+}
+
+impl<O: fmt::Debug, P: fmt::Debug, C: RateController + fmt::Debug> fmt::Debug for LoadShedder<O, P, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadShedder")
+            .field("keep_probability", &self.keep_probability())
+            .field("stats", &self.stats)
+            .field("policy", &self.policy)
+            .field("controller", &self.controller)
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+impl<T, O: Operator<(T, Weight)>, P: DropPolicy<T>, C: RateController> Operator<T> for LoadShedder<O, P, C> {
+    fn observe(&mut self, item: T) {
+        self.offer(item);
+    }
+}
+
+impl<O: Mergeable, P: PartPolicy + Clone, C: RateController + Clone> Mergeable for LoadShedder<O, P, C> {
+    /// Merges the inner operators and adds the counts; the policy and controller of `self`
+    /// stay as they are (each partition controls its own rate).
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        self.inner.merge(&other.inner)?;
+        self.stats.offered += other.stats.offered;
+        self.stats.kept += other.stats.kept;
+        Ok(())
+    }
+
+    fn empty_like(&self) -> Self {
+        Self::new(self.inner.empty_like(), self.policy.clone(), self.controller.clone())
+    }
+
+    /// A shedder for part `index`: the inner operator's part, and a policy with a stream of
+    /// its own, derived from `index` and this shedder's count.
+    fn empty_part(&self, index: u64) -> Self {
+        let mut at = [0u8; 16];
+        at[..8].copy_from_slice(&self.stats.offered.to_le_bytes());
+        at[8..].copy_from_slice(&index.to_le_bytes());
+        let part = hash_bytes(&at, 0);
+        Self::new(self.inner.empty_part(index), self.policy.part(part), self.controller.clone())
+    }
+}
+
+/// Passes the items behind a shedder to an operator that takes items without weights,
+/// dropping the weights: a distinct-count sketch behind a key-hash policy, for example, whose
+/// estimate divided by `p` estimates the distinct keys offered.
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::shedding::{FixedRate, KeyHashDrop, LoadShedder, Unweighted};
+///
+/// let mut s = LoadShedder::new(Unweighted(HyperLogLog::new(12)?), KeyHashDrop::new(), FixedRate::new(0.25)?);
+/// for i in 0..400_000_u64 {
+///     s.offer(i % 100_000); // 100 000 distinct keys, each offered 4 times
+/// }
+/// let distinct = s.inner().0.estimate() / s.keep_probability();
+/// assert!((distinct / 100_000.0 - 1.0).abs() < 0.05);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unweighted<O>(pub O);
+
+impl<T, O: Operator<T>> Operator<(T, Weight)> for Unweighted<O> {
+    fn observe(&mut self, (item, _): (T, Weight)) {
+        self.0.observe(item);
+    }
+}
+
+impl<O: Mergeable> Mergeable for Unweighted<O> {
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        self.0.merge(&other.0)
+    }
+
+    fn empty_like(&self) -> Self {
+        Self(self.0.empty_like())
+    }
+
+    fn empty_part(&self, index: u64) -> Self {
+        Self(self.0.empty_part(index))
+    }
+}
+
+/// A number a [`HorvitzThompson`] estimator can sum: the integer and floating-point types.
+///
+/// ```
+/// use synopses::shedding::Value;
+/// assert_eq!(7_u32.value(), 7.0);
+/// ```
+pub trait Value {
+    /// The item as a number.
+    fn value(&self) -> f64;
+}
+
+macro_rules! value_as_f64 {
+    ($($t:ty),*) => {$(
+        impl Value for $t {
+            fn value(&self) -> f64 {
+                *self as f64
+            }
+        }
+    )*};
+}
+value_as_f64!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
+
+/// Horvitz–Thompson estimators of the count, sum and mean of a stream from the items a
+/// shedder kept, each weighted by the inverse of the probability it was kept with.
+///
+/// With kept items `i` of value `y_i` and weight `w_i = 1/p_i`, kept independently (as
+/// [`RandomDrop`](super::RandomDrop) keeps them):
+///
+/// ```text
+///   count  N̂ = Σ w_i                    variance estimate  Σ w_i (w_i − 1)
+///   sum    Ŷ = Σ w_i y_i                variance estimate  Σ w_i (w_i − 1) y_i²
+///   mean   Ŷ / N̂ (a ratio estimator)   variance estimate  Σ w_i (w_i − 1) (y_i − Ŷ/N̂)² / N̂²
+/// ```
+///
+/// The count and the sum are unbiased for any keep probabilities, changing or not; their
+/// variance estimates are unbiased too. The mean's bias is of order `1/n`. Behind a
+/// [`KeyHashDrop`](super::KeyHashDrop) policy the estimates stay unbiased, but every
+/// occurrence of a key is kept or dropped together, so the variance estimates, which assume
+/// independent choices, are too small when keys repeat.
+///
+/// ```
+/// use synopses::core::{Confidence, Weight};
+/// use synopses::shedding::HorvitzThompson;
+///
+/// let mut ht = HorvitzThompson::new();
+/// ht.observe(10.0, Weight::new(4.0)?); // kept with probability 1/4: stands for 4 items
+/// ht.observe(20.0, Weight::new(2.0)?);
+/// assert_eq!(ht.count().value, 6.0);
+/// assert_eq!(ht.sum().value, 80.0);
+/// assert_eq!(ht.sum().variance, 4.0 * 3.0 * 100.0 + 2.0 * 1.0 * 400.0);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct HorvitzThompson {
+    kept: u64,
+    /// Σ w, Σ w·y.
+    count: f64,
+    sum: f64,
+    /// Σ w(w − 1), Σ w(w − 1)·y, Σ w(w − 1)·y².
+    spread: f64,
+    spread_y: f64,
+    spread_yy: f64,
+}
+
+impl HorvitzThompson {
+    /// An estimator that has seen nothing.
+    ///
+    /// ```
+    /// # use synopses::shedding::HorvitzThompson;
+    /// assert_eq!(HorvitzThompson::new().kept(), 0);
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a kept item of value `value` and weight `weight`.
+    ///
+    /// ```
+    /// # use synopses::shedding::HorvitzThompson;
+    /// # use synopses::core::Weight;
+    /// let mut ht = HorvitzThompson::new();
+    /// ht.observe(2.0, Weight::ONE);
+    /// assert_eq!(ht.sum().value, 2.0);
+    /// ```
+    pub fn observe(&mut self, value: f64, weight: Weight) {
+        let w = weight.get();
+        let spread = w * (w - 1.0);
+        self.kept += 1;
+        self.count += w;
+        self.sum += w * value;
+        self.spread += spread;
+        self.spread_y += spread * value;
+        self.spread_yy += spread * value * value;
+    }
+
+    /// The number of items kept (seen by the estimator).
+    ///
+    /// ```
+    /// # use synopses::shedding::HorvitzThompson;
+    /// # use synopses::core::Weight;
+    /// let mut ht = HorvitzThompson::new();
+    /// ht.observe(1.0, Weight::new(10.0)?);
+    /// assert_eq!(ht.kept(), 1);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn kept(&self) -> u64 {
+        self.kept
+    }
+
+    /// The estimated number of items offered, `Σ w`.
+    ///
+    /// ```
+    /// # use synopses::shedding::HorvitzThompson;
+    /// # use synopses::core::Weight;
+    /// let mut ht = HorvitzThompson::new();
+    /// ht.observe(1.0, Weight::new(10.0)?);
+    /// assert_eq!(ht.count().value, 10.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn count(&self) -> Estimate {
+        Estimate { value: self.count, variance: self.spread }
+    }
+
+    /// The estimated sum of the values offered, `Σ w·y`.
+    ///
+    /// ```
+    /// # use synopses::shedding::HorvitzThompson;
+    /// # use synopses::core::Weight;
+    /// let mut ht = HorvitzThompson::new();
+    /// ht.observe(3.0, Weight::new(10.0)?);
+    /// assert_eq!(ht.sum().value, 30.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn sum(&self) -> Estimate {
+        Estimate { value: self.sum, variance: self.spread_yy }
+    }
+
+    /// The estimated mean of the values offered, `Σ w·y / Σ w` (0 before any item), with the
+    /// linearized variance of the ratio.
+    ///
+    /// ```
+    /// # use synopses::shedding::HorvitzThompson;
+    /// # use synopses::core::Weight;
+    /// let mut ht = HorvitzThompson::new();
+    /// ht.observe(3.0, Weight::new(10.0)?);
+    /// ht.observe(5.0, Weight::new(10.0)?);
+    /// assert_eq!(ht.mean().value, 4.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn mean(&self) -> Estimate {
+        if self.count <= 0.0 {
+            return Estimate { value: 0.0, variance: 0.0 };
+        }
+        let mean = self.sum / self.count;
+        let spread = self.spread_yy - 2.0 * mean * self.spread_y + mean * mean * self.spread;
+        Estimate { value: mean, variance: spread.max(0.0) / (self.count * self.count) }
+    }
+}
+
+impl<T: Value> Operator<(T, Weight)> for HorvitzThompson {
+    fn observe(&mut self, (item, weight): (T, Weight)) {
+        HorvitzThompson::observe(self, item.value(), weight);
+    }
+}
+
+impl Mergeable for HorvitzThompson {
+    /// Adds the sums: exactly the estimator of both sets of kept items.
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        self.kept += other.kept;
+        self.count += other.count;
+        self.sum += other.sum;
+        self.spread += other.spread;
+        self.spread_y += other.spread_y;
+        self.spread_yy += other.spread_yy;
+        Ok(())
+    }
+
+    fn empty_like(&self) -> Self {
+        Self::new()
+    }
+}
