@@ -30,6 +30,10 @@ use synopses::core::{Confidence, Mergeable, Weight};
 use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
+use synopses::shedding::{
+    DropPolicy, FixedRate, Headroom, HorvitzThompson, KeyHashDrop, LoadShedder, Phase, RandomDrop, Simulation,
+    Unweighted,
+};
 
 /// Standard deviations for the RMSE check, as the foundation issue sets it.
 const SIGMAS: f64 = 3.0;
@@ -330,6 +334,23 @@ fn count_min_row_excess_matches_its_expectation() {
     }
 }
 
+/// Deep sketches: the rows must stay independent however many there are. One key counted
+/// 1000 times in a sketch of width 8 and depth 10; any other key whose estimate exceeds
+/// `εN = e/8·1000` shares all 10 of its counters, which independent rows allow with
+/// probability `8^-10 ≈ 10^-9` (and Markov's `δ = e^-10 ≈ 4.5·10^-5` at most). Of 10^6 other
+/// keys, the failures must be at most `δ·10^6 + 3σ`, 65. Rows tied together by double
+/// hashing share all counters about 10^-4 of the time: over 100 failures (measured).
+#[test]
+fn count_min_rows_stay_independent_in_deep_sketches() {
+    let mut cm = CountMin::new(8, 10).unwrap();
+    cm.observe_weighted(0_u64, 1000);
+    let limit = cm.epsilon() * 1000.0;
+    let probes = 1_000_000_u64;
+    let failures = (1..=probes).filter(|&k| cm.estimate(k) as f64 > limit).count() as f64;
+    let expected = cm.delta() * probes as f64;
+    assert!(failures <= expected + 3.0 * expected.sqrt(), "{failures} keys share every counter of the heavy key");
+}
+
 /// The Count-Min guarantee: the estimate exceeds the count by more than `ε·N` with
 /// probability at most `δ = e^-depth`. Over T seeds (one query each, so the events are
 /// independent), the measured rate must be at most `δ + 3·sqrt(δ(1 − δ)/T)`. Markov's bound
@@ -460,8 +481,8 @@ fn binomial_tail(n: u64, p: f64, t: u64) -> f64 {
 /// variance of the count; summed over T filters, the total must lie within z of its mean.
 /// The loads are chosen so saturation is common (λ = k·n/m = 8 for 4-bit, 230 for 8-bit
 /// counters): this checks the sticky saturation and the uniformity of the positions far in the
-/// tail. At the design load of a 1 % filter, Fan et al.'s bound `m·(e·ln 2/16)^16` says no
-/// 4-bit counter of 9.6 million saturates (probability 1.3e-8): none must.
+/// tail. At the design load of a 1 % filter no 4-bit counter of 9.6 million may saturate:
+/// Fan et al.'s bound `m·(e·ln 2/15)^15` gives probability 2.9e-7, the exact tail 1.5e-8.
 #[test]
 fn counting_bloom_saturation_matches_the_binomial_tail() {
     let z = bonferroni_z(2);
@@ -806,4 +827,170 @@ fn priority_subset_sums_are_unbiased_with_unbiased_variance() {
     // Coverage of the normal-approximation interval: the issue's bar for a 95 % interval.
     let rate = covered as f64 / t;
     assert!((0.93..=0.97).contains(&rate), "two-sigma intervals covered the truth {:.2} % of the time", 100.0 * rate);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load shedding
+// ---------------------------------------------------------------------------------------------
+
+/// Random drops at p = 0.05, 0.3, 0.5, 0.7, 0.95 over 200 000 items: the number kept is
+/// within z binomial standard deviations of `n·p`, and the random numbers drawn are one per
+/// run of the majority outcome, `n·min(p, 1 − p)` on average (within z binomial deviations,
+/// plus the one run in progress).
+#[test]
+fn random_drop_keeps_p_with_min_p_draws() {
+    let n = 200_000_u64;
+    let ps = [0.05, 0.3, 0.5, 0.7, 0.95];
+    let z = bonferroni_z(2 * ps.len());
+    for (i, &p) in ps.iter().enumerate() {
+        let mut policy = RandomDrop::new(0xD0 + i as u64);
+        let kept = (0..n).filter(|x| policy.decide(x, p).is_some()).count() as f64;
+        let sd = (n as f64 * p * (1.0 - p)).sqrt();
+        assert!((kept - n as f64 * p).abs() <= z * sd, "p {p}: kept {kept}");
+        let minority = p.min(1.0 - p);
+        let draws = policy.random_draws() as f64;
+        let sd = (n as f64 * minority * (1.0 - minority)).sqrt();
+        assert!((draws - n as f64 * minority).abs() <= z * sd + 1.0, "p {p}: {draws} draws");
+    }
+}
+
+/// Horvitz–Thompson count and sum behind a random shedder whose keep probability changes
+/// every 1000 items (0.1, 0.5, 0.9 in turn), over 2000 seeds: the mean estimates are within z
+/// standard errors of the truth, and the 95 % intervals cover it between 93 % and 97 % of the
+/// time (the issue's bar), for the count, the sum and the mean.
+#[test]
+fn horvitz_thompson_is_unbiased_and_covers_while_p_changes() {
+    let (n, seeds) = (6000_u64, 2000_u64);
+    let values: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 / 10.0).collect();
+    let (true_count, true_sum) = (n as f64, values.iter().sum::<f64>());
+    let true_mean = true_sum / true_count;
+    let z = bonferroni_z(3);
+    let mut results: [(Vec<f64>, u64); 3] = Default::default();
+    for seed in 0..seeds {
+        let mut ht = HorvitzThompson::new();
+        let mut policy = RandomDrop::new(0xAB_0000 + seed);
+        for (i, &v) in values.iter().enumerate() {
+            let p = [0.1, 0.5, 0.9][(i / 1000) % 3];
+            if let Some(w) = policy.decide(&v, p) {
+                ht.observe(v, w);
+            }
+        }
+        for (k, (estimate, truth)) in
+            [(ht.count(), true_count), (ht.sum(), true_sum), (ht.mean(), true_mean)].into_iter().enumerate()
+        {
+            results[k].0.push(estimate.value);
+            results[k].1 += u64::from(estimate.bounds(Confidence::NinetyFivePercent).contains(truth));
+        }
+    }
+    for ((estimates, covered), (truth, what)) in
+        results.iter().zip([(true_count, "count"), (true_sum, "sum"), (true_mean, "mean")])
+    {
+        let t = seeds as f64;
+        let mean = estimates.iter().sum::<f64>() / t;
+        let sd = (estimates.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / (t - 1.0)).sqrt();
+        assert!((mean - truth).abs() <= z * sd / t.sqrt(), "{what}: mean {mean}, truth {truth}, sd {sd}");
+        let rate = *covered as f64 / t;
+        assert!((0.93..=0.97).contains(&rate), "{what}: 95 % intervals covered {:.2} %", 100.0 * rate);
+    }
+}
+
+/// Distinct counts behind a shedder, over 200 seeds: 50 000 distinct keys each offered 4
+/// times, kept at p = 0.25, into HyperLogLog p = 12.
+///
+/// * Key-hash drops keep each key with probability p, so `estimate / p` is unbiased, with
+///   relative variance `rse_hll² + (1 − p)/(p·D)`: its RMSE is within the RMSE bound of this
+///   file and its bias within z·RMSE/√T.
+/// * Random drops keep a key seen 4 times with probability `1 − (1 − p)^4 ≈ 0.68`, not 0.25,
+///   so `estimate / p` is about 2.7 times the truth: the mean ratio matches that prediction
+///   within the same error, and is many standard errors away from 1.
+#[test]
+fn key_hash_shedding_keeps_distinct_counts_and_random_shedding_does_not() {
+    let (keys, repeats, p, seeds) = (50_000_u64, 4_u64, 0.25, 200_u64);
+    let hll_rse = MARTINGALE / 64.0; // never merged: the martingale estimator, m = 4096
+    let theory = (hll_rse.powi(2) + (1.0 - p) / (p * keys as f64)).sqrt();
+    let z = bonferroni_z(2);
+    let (mut hashed, mut random) = (Vec::new(), Vec::new());
+    for seed in 0..seeds {
+        let mut by_key = LoadShedder::new(
+            Unweighted(HyperLogLog::with_seed(12, seed).unwrap()),
+            KeyHashDrop::with_seed(!seed),
+            FixedRate::new(p).unwrap(),
+        );
+        let mut by_row = LoadShedder::new(
+            Unweighted(HyperLogLog::with_seed(12, seed).unwrap()),
+            RandomDrop::new(seed),
+            FixedRate::new(p).unwrap(),
+        );
+        for i in 0..keys * repeats {
+            by_key.offer(i % keys);
+            by_row.offer(i % keys);
+        }
+        hashed.push(by_key.inner().0.estimate() / p / keys as f64);
+        random.push(by_row.inner().0.estimate() / p / keys as f64);
+    }
+    let t = seeds as f64;
+    let stats = |ratios: &[f64], target: f64| {
+        let bias = ratios.iter().map(|r| r - target).sum::<f64>() / t;
+        let rmse = (ratios.iter().map(|r| (r - target).powi(2)).sum::<f64>() / t).sqrt();
+        (bias, rmse)
+    };
+    let (bias, rmse) = stats(&hashed, 1.0);
+    assert!(rmse <= theory * (1.0 + SIGMAS / (2.0 * t).sqrt()), "key-hash: RMSE {rmse:.4}, theory {theory:.4}");
+    assert!(bias.abs() <= z * rmse / t.sqrt(), "key-hash: bias {bias:.4}");
+    let expected = (1.0 - (1.0 - p).powi(repeats as i32)) / p;
+    let (bias, rmse) = stats(&random, expected);
+    assert!(
+        bias.abs() <= z * rmse / t.sqrt() + theory * expected / t.sqrt() * z,
+        "random: mean ratio off {expected:.3} by {bias:.4}"
+    );
+    assert!((expected - 1.0) > 20.0 * theory, "the bias of random shedding is not visible");
+}
+
+/// A burst at 3× capacity (C = 1000 items/s, items cost 1 ms; 2 s at 500/s, 10 s at 3000/s,
+/// 2 s at 500/s; a control step every 10 ms).
+///
+/// * Without shedding the queue grows by `λ − C` a second during the burst: its maximum is at
+///   least `(λ − C)·D − 3·√(λ·D)` (the fluid growth, less three Poisson deviations).
+/// * With the headroom controller (H = 0.9) the kept load is `H·C`, an M/D/1 queue at
+///   utilization 0.9, whose chance of holding `n` items decays as `e^(−θn)`, `θ ≈ 0.2`
+///   (`θ = H(e^θ − 1)`). Bounds: the burst's first steps add at most `3·(λ − C)·tick` items
+///   before the controller catches up; the maximum over the burst's `A` arrivals then stays
+///   below `3·(λ − C)·tick + ln(1000·A)/θ` (exceeded with probability about 10^-3), and the
+///   99th percentile of the latency below `(3·(λ − C)·tick + ln(100)/θ + 1)·c` (FIFO: an
+///   item waits for those ahead, then is served).
+/// * The kept rate over the burst after its first second is `H·C` within three Poisson
+///   deviations plus the controller's Jensen bias, at most the relative variance of its
+///   smoothed rate estimate, `α/(2 − α) / (λ·tick)` for smoothing `α = 0.5`.
+#[test]
+fn headroom_controller_bounds_queue_and_latency_under_a_burst() {
+    let (capacity, lambda, burst, tick, cost, headroom) = (1000.0, 3000.0, 10.0, 0.01, 0.001, 0.9);
+    let phases = vec![
+        Phase { duration: 2.0, rate: 500.0 },
+        Phase { duration: burst, rate: lambda },
+        Phase { duration: 2.0, rate: 500.0 },
+    ];
+    let sim = Simulation::new(phases, cost, tick, 2024).unwrap();
+
+    let unprotected = sim.run(FixedRate::new(1.0).unwrap());
+    let growth = (lambda - capacity) * burst - 3.0 * (lambda * burst).sqrt();
+    assert!(unprotected.max_queue as f64 >= growth, "without shedding: max queue {}", unprotected.max_queue);
+
+    let protected = sim.run(Headroom::new(1.0, headroom).unwrap());
+    let theta = 0.2; // θ = 0.9·(e^θ − 1) at θ ≈ 0.2003
+    let transient = 3.0 * (lambda - capacity) * tick;
+    let arrivals = capacity * headroom * burst;
+    let max_bound = transient + (1000.0 * arrivals).ln() / theta;
+    let p99_bound = (transient + 100f64.ln() / theta + 1.0) * cost;
+    assert!((protected.max_queue as f64) <= max_bound, "max queue {} > {max_bound:.0}", protected.max_queue);
+    assert!(protected.latency_p99 <= p99_bound, "p99 latency {:.4} s > {p99_bound:.4}", protected.latency_p99);
+
+    let kept = protected.kept_rate(3.0, 2.0 + burst);
+    let target = headroom * capacity;
+    let alpha = 0.5;
+    let tolerance = 3.0 / (target * (burst - 1.0)).sqrt() + alpha / (2.0 - alpha) / (lambda * tick);
+    assert!(
+        (kept / target - 1.0).abs() <= tolerance,
+        "kept {kept:.1}/s, target {target}/s ± {:.1} %",
+        100.0 * tolerance
+    );
 }

@@ -775,3 +775,72 @@ mod parallel_sampling {
         Ok(())
     }
 }
+
+mod shedding {
+    use super::*;
+    use synopses::core::Weight;
+    use synopses::shedding::{
+        DropPolicy, FixedRate, HorvitzThompson, KeyHashDrop, LoadShedder, RandomDrop, Unweighted,
+    };
+
+    proptest! {
+        /// A key-hash shedder in front of a sketch is deterministic, so the partition law holds
+        /// exactly: parts shed and observed apart, then merged, equal one pass.
+        #[test]
+        fn key_hash_shedder_partition_law(p in 0.01_f64..=1.0, items in items(), cuts in cuts()) {
+            let make = || LoadShedder::new(Unweighted(HyperLogLog::new(8).unwrap()), KeyHashDrop::new(), FixedRate::new(p).unwrap());
+            let mut whole = make();
+            for &x in &items {
+                whole.offer(x);
+            }
+            let mut union = make();
+            for (i, part) in split(&items, &cuts).into_iter().enumerate() {
+                let mut shed = union.empty_part(i as u64);
+                for &x in part {
+                    shed.offer(x);
+                }
+                union.merge(&shed).unwrap();
+            }
+            prop_assert_eq!(&union.inner().0, &whole.inner().0);
+            prop_assert_eq!(union.stats(), whole.stats());
+        }
+
+        /// Horvitz–Thompson sums merge by addition: commutative exactly, associative up to the
+        /// rounding of a few additions, the empty estimator an identity.
+        #[test]
+        fn horvitz_thompson_merge_algebra(a in prop::collection::vec((0.0_f64..1e3, 1.0_f64..100.0), 0..50),
+                                          b in prop::collection::vec((0.0_f64..1e3, 1.0_f64..100.0), 0..50),
+                                          c in prop::collection::vec((0.0_f64..1e3, 1.0_f64..100.0), 0..50)) {
+            let of = |pairs: &[(f64, f64)]| {
+                let mut ht = HorvitzThompson::new();
+                pairs.iter().for_each(|&(v, w)| ht.observe(v, Weight::new(w).unwrap()));
+                ht
+            };
+            let (a, b, c) = (of(&a), of(&b), of(&c));
+            let merged = |x: &HorvitzThompson, y: &HorvitzThompson| { let mut m = *x; m.merge(y).unwrap(); m };
+            prop_assert_eq!(merged(&a, &b), merged(&b, &a));
+            prop_assert_eq!(merged(&a, &HorvitzThompson::new()), a);
+            let (left, right) = (merged(&merged(&a, &b), &c), merged(&a, &merged(&b, &c)));
+            for (l, r) in [(left.sum(), right.sum()), (left.count(), right.count())] {
+                // Three sums of at most 150 terms: the two orders differ by a few ulps.
+                prop_assert!((l.value - r.value).abs() <= 8.0 * f64::EPSILON * l.value.abs().max(1.0));
+                prop_assert!((l.variance - r.variance).abs() <= 8.0 * f64::EPSILON * l.variance.abs().max(1.0));
+            }
+        }
+
+        /// Deciding a slice at once makes the decisions of deciding item by item.
+        #[test]
+        fn random_drop_slice_equals_item_by_item(p in 0.0_f64..=1.0, seed in any::<u64>(), n in 0_usize..5000, cut in any::<Index>()) {
+            let items: Vec<u64> = (0..n as u64).collect();
+            let mut one = RandomDrop::new(seed);
+            let by_item: Vec<u64> = items.iter().copied().filter(|x| one.decide(x, p).is_some()).collect();
+            let mut batch = RandomDrop::new(seed);
+            let at = cut.index(n + 1);
+            let mut by_slice = Vec::new();
+            batch.decide_slice(&items[..at], p, |&x, _| by_slice.push(x));
+            batch.decide_slice(&items[at..], p, |&x, _| by_slice.push(x));
+            prop_assert_eq!(by_slice, by_item);
+            prop_assert_eq!(batch.random_draws(), one.random_draws());
+        }
+    }
+}

@@ -23,8 +23,10 @@
 //!   estimate("cat") = min(row0[h0(cat)], row1[h1(cat)], row2[h2(cat)])
 //! ```
 //!
-//! The rows' hash functions come from one 64-bit hash per item by double hashing
-//! (`g_i = h1 + i·h2`, Kirsch and Mitzenmacher), so an update costs one hash, not `depth`.
+//! The rows' hash functions come from one 64-bit hash per item, each row multiplying it by
+//! its own odd constant, so an update costs one hash, not `depth`. (Double hashing,
+//! `g_i = h1 + i·h2`, would cost the same but ties the rows together: two items that share
+//! two counters share nearly all, and the `δ` below then fails for deep sketches.)
 //!
 //! # The error bound
 //!
@@ -82,7 +84,7 @@
 //! Each lowering takes the same amount from at least `k + 1` counters, so the total lowered
 //! over the stream is at most `N`, and no counter is lowered by more than `N/(k+1)`: every
 //! kept count `c(x)` satisfies `f(x) − N/(k+1) ≤ c(x) ≤ f(x)`, deterministically, and any item
-//! above `N/(k+1)` is kept. We lower only once the summary holds `2k` items (O(1) amortized
+//! above `N/(k+1)` is kept. We lower only once the summary holds more than `2k` items (O(1) amortized
 //! per item, same guarantee) and track the exact total lowered, which is the error.
 //!
 //! Two summaries merge (Agarwal et al.) by adding counts item by item and lowering back to

@@ -80,12 +80,13 @@
 //! the `m` counters ever reaches `i`:
 //!
 //! ```text
-//!   P(some counter ≥ i) ≤ m · (e · ln 2 / i)^i,     for i = 16:  m · 1.37·10^-15
+//!   P(some counter ≥ i) ≤ m · (e · ln 2 / i)^i,     for i = 15:  m · 3.1·10^-14
 //! ```
 //!
-//! so 4-bit counters suffice for sets: even a filter of 10^9 counters overflows with
-//! probability about 10^-6 (`tests/accuracy.rs` checks the saturation rate against the exact binomial
-//! tail). The bound is about distinct items: an item inserted 15 times saturates its own
+//! (15 because a 4-bit counter saturates on reaching 15, the largest value it holds.) So
+//! 4-bit counters suffice for sets: a filter of 10^9 counters saturates one with probability
+//! at most 3·10^-5 by this bound, and about 1.6·10^-6 by the exact Poisson tail
+//! (`tests/accuracy.rs` checks the saturation rate against the exact binomial tail). The bound is about distinct items: an item inserted 15 times saturates its own
 //! counters. For multisets with repeats use [`CounterWidth::Eight`] or
 //! [`CounterWidth::Sixteen`], at 2× and 4× the memory.
 //!

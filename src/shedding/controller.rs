@@ -212,8 +212,7 @@ impl RateController for Headroom {
         self.rate = Some(rate);
         let demand = rate * load.cost_per_item;
         let budget = self.headroom * self.capacity - load.queue_len as f64 * load.cost_per_item / self.drain_time;
-        self.keep_probability =
-            if demand > 0.0 { (budget / demand).clamp(MIN_KEEP_PROBABILITY, 1.0) } else { 1.0 };
+        self.keep_probability = if demand > 0.0 { (budget / demand).clamp(MIN_KEEP_PROBABILITY, 1.0) } else { 1.0 };
         if self.keep_probability.is_nan() {
             self.keep_probability = 1.0;
         }

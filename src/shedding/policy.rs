@@ -108,7 +108,9 @@ impl RandomDrop {
     /// use synopses::shedding::{DropPolicy, RandomDrop};
     ///
     /// let mut policy = RandomDrop::new(1);
-    /// (0..1000_u64).for_each(|x| drop(policy.decide(&x, 1.0)));
+    /// for x in 0..1000_u64 {
+    ///     policy.decide(&x, 1.0);
+    /// }
     /// assert_eq!(policy.random_draws(), 0); // p = 1 keeps everything without drawing
     /// ```
     pub fn random_draws(&self) -> u64 {
@@ -337,7 +339,9 @@ impl<F> SemanticDrop<F> {
     /// use synopses::shedding::{DropPolicy, SemanticDrop};
     ///
     /// let mut policy = SemanticDrop::new(|x: &u64| *x as f64);
-    /// (0..2000_u64).for_each(|x| drop(policy.decide(&(x % 100), 0.5)));
+    /// for x in 0..2000_u64 {
+    ///     policy.decide(&(x % 100), 0.5);
+    /// }
     /// assert!((45.0..=55.0).contains(&policy.cut()));
     /// ```
     pub fn cut(&self) -> f64 {

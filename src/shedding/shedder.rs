@@ -130,7 +130,9 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     /// use synopses::shedding::{Headroom, HorvitzThompson, Load, LoadShedder, RandomDrop};
     ///
     /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(1.0, 0.9)?);
-    /// (0..3000_u64).for_each(|x| drop(s.offer(x)));
+    /// for x in 0..3000_u64 {
+    ///     s.offer(x);
+    /// }
     /// // One second went by; items cost 1 ms: 3 s of work offered per second, 0.9 affordable.
     /// s.control(Load { offered: 0, elapsed: 1.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 });
     /// assert!((s.keep_probability() - 0.3).abs() < 1e-9);

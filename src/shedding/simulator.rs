@@ -191,8 +191,13 @@ impl Simulation {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn run<C: RateController>(&self, controller: C) -> Report {
-        let server =
-            Server { cost: self.cost_per_item, free_at: 0.0, in_system: VecDeque::new(), latencies: Vec::new(), max_queue: 0 };
+        let server = Server {
+            cost: self.cost_per_item,
+            free_at: 0.0,
+            in_system: VecDeque::new(),
+            latencies: Vec::new(),
+            max_queue: 0,
+        };
         let mut shedder = LoadShedder::new(server, RandomDrop::new(self.seed ^ 0x5EED), controller);
         let mut arrivals = Stream::new(self.seed, 0);
         let mut series = Vec::new();
