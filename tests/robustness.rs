@@ -1928,3 +1928,83 @@ fn hh_invalid_parameters_are_config_errors() -> TestResult {
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Load shedding
+// ---------------------------------------------------------------------------------------------
+
+mod shedding_input {
+    use super::*;
+    use synopses::shedding::{
+        DropPolicy, FixedRate, Headroom, KeyHashDrop, Load, Phase, PiController, RandomDrop, RateController,
+        SemanticDrop, Simulation,
+    };
+
+    proptest! {
+        /// A keep probability out of range (negative, above 1, NaN, infinite) never panics: at
+        /// or below 0 and NaN nothing is kept, at or above 1 everything.
+        #[test]
+        fn policies_take_any_probability(p in any::<f64>(), items in proptest::collection::vec(any::<u64>(), 0..50)) {
+            let mut random = RandomDrop::new(1);
+            let mut hashed = KeyHashDrop::new();
+            let mut semantic = SemanticDrop::new(|x: &u64| *x as f64);
+            for x in &items {
+                for kept in [random.decide(x, p), hashed.decide(x, p), semantic.decide(x, p)] {
+                    if let Some(w) = kept {
+                        prop_assert!(w.get() >= 1.0 && w.get().is_finite());
+                    }
+                }
+                if !(p > 0.0) {
+                    prop_assert!(random.decide(x, p).is_none() && hashed.decide(x, p).is_none());
+                }
+            }
+            let mut kept = 0;
+            random.decide_slice(&items, p, |_, _| kept += 1);
+            prop_assert!(kept <= items.len());
+        }
+
+        /// Controllers fed arbitrary loads keep their probability in `[MIN, 1]`.
+        #[test]
+        fn controllers_take_any_load(offered in any::<u64>(), elapsed in any::<f64>(), queue in any::<u64>(), cost in any::<f64>(), delay in any::<f64>()) {
+            let load = Load { offered, elapsed, queue_len: queue, cost_per_item: cost, queue_delay: delay };
+            let mut headroom = Headroom::new(1.0, 0.9).unwrap();
+            let mut pi = PiController::new(0.05, 0.2, 2.0).unwrap();
+            for _ in 0..3 {
+                headroom.update(&load);
+                pi.update(&load);
+                for p in [headroom.keep_probability(), pi.keep_probability()] {
+                    prop_assert!((synopses::shedding::MIN_KEEP_PROBABILITY..=1.0).contains(&p), "{p}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_shedding_parameters_are_config_errors() {
+        for p in [0.0, -0.1, 1.5, f64::NAN] {
+            assert_eq!(FixedRate::new(p).map_err(|e| e.parameter()).err(), Some("keep_probability"));
+        }
+        assert_eq!(Headroom::new(0.0, 0.9).map_err(|e| e.parameter()).err(), Some("capacity"));
+        assert_eq!(Headroom::new(f64::INFINITY, 0.9).map_err(|e| e.parameter()).err(), Some("capacity"));
+        assert_eq!(Headroom::new(1.0, 1.1).map_err(|e| e.parameter()).err(), Some("headroom"));
+        let h = Headroom::new(1.0, 0.9).expect("valid");
+        assert_eq!(h.with_drain_time(-1.0).map_err(|e| e.parameter()).err(), Some("drain_time"));
+        assert_eq!(h.with_smoothing(0.0).map_err(|e| e.parameter()).err(), Some("smoothing"));
+        assert_eq!(PiController::new(0.05, f64::NAN, 1.0).map_err(|e| e.parameter()).err(), Some("proportional"));
+        assert_eq!(PiController::new(0.05, 1.0, -1.0).map_err(|e| e.parameter()).err(), Some("integral"));
+        let phase = |duration, rate| Phase { duration, rate };
+        for (phases, cost, tick, parameter) in [
+            (vec![phase(-1.0, 1.0)], 0.001, 0.01, "duration"),
+            (vec![phase(1.0, f64::NAN)], 0.001, 0.01, "rate"),
+            (vec![phase(1e9, 1e9)], 0.001, 0.01, "phases"),
+            (vec![phase(1.0, 1.0)], 0.0, 0.01, "cost_per_item"),
+            (vec![phase(1.0, 1.0)], 0.001, 0.0, "tick"),
+            (vec![phase(1e6, 1.0)], 0.001, 1e-6, "tick"),
+        ] {
+            assert_eq!(Simulation::new(phases, cost, tick, 0).map_err(|e| e.parameter()).err(), Some(parameter));
+        }
+        // An empty or idle simulation runs and reports nothing.
+        let idle = Simulation::new(vec![phase(1.0, 0.0)], 0.001, 0.1, 0).expect("valid").run(FixedRate::new(1.0).expect("valid"));
+        assert_eq!((idle.offered, idle.max_queue, idle.latency_p99), (0, 0, 0.0));
+    }
+}

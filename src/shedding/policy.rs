@@ -44,9 +44,9 @@ pub trait PartPolicy: Sized {
     fn part(&self, index: u64) -> Self;
 }
 
-/// The weight `1/p` of an item kept with probability `p`.
+/// The weight `1/p` of an item kept with probability `p` (1 for `p ≥ 1`).
 fn inverse(keep_probability: f64) -> Weight {
-    Weight::new(1.0 / keep_probability).unwrap_or(Weight::ONE)
+    Weight::new(1.0 / keep_probability.min(1.0)).unwrap_or(Weight::ONE)
 }
 
 /// Keeps each item independently with probability `p`, deciding with geometric gaps: it draws

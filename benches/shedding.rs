@@ -1,0 +1,100 @@
+//! Load shedding: what a shedder costs per offered item.
+//!
+//! Run with `cargo bench --all-features --bench shedding`. Ids read
+//! `shedding/operation/keep_probability/implementation`.
+//!
+//! Data: `N` = 10^7 distinct `u64` items (seeded splitmix64). No peer crate sheds load, so the
+//! comparison is with the floor: a loop that only reads every item and sums it.
+//!
+//! Timing model: one iteration offers all `N` items to a fresh shedder (made in the untimed
+//! setup) with a fixed keep probability, in front of an inner operator that only counts the
+//! items and sums their weights (so the time is the shedder's, not the work behind it).
+//! Throughput is `N` elements: time / `N` is ns per offered item. The goal: under
+//! 2 ns per offered item at p = 0.1, 0.5 and 0.9.
+//!
+//! - `offer`: `LoadShedder::offer` per item, with `RandomDrop` (geometric runs) and
+//!   `KeyHashDrop` (one xxh3 per item).
+//! - `slice`: `RandomDrop::decide_slice` over the whole slice, which passes over runs of
+//!   drops without reading them.
+
+mod common;
+use common::{DATA_SEED, big_group, splitmix64};
+use std::hint::black_box;
+use std::sync::OnceLock;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use synopses::core::{Operator, Weight};
+use synopses::shedding::{FixedRate, KeyHashDrop, LoadShedder, RandomDrop};
+
+const N: usize = 10_000_000;
+const PROBABILITIES: [f64; 3] = [0.1, 0.5, 0.9];
+
+fn items() -> &'static [u64] {
+    static ITEMS: OnceLock<Vec<u64>> = OnceLock::new();
+    ITEMS.get_or_init(|| {
+        let mut state = DATA_SEED;
+        (0..N).map(|_| splitmix64(&mut state)).collect()
+    })
+}
+
+/// The cheapest inner operator: counts the kept items and sums their weights.
+#[derive(Default)]
+struct Tally {
+    kept: u64,
+    weight: f64,
+}
+
+impl Operator<(u64, Weight)> for Tally {
+    fn observe(&mut self, (_, weight): (u64, Weight)) {
+        self.kept += 1;
+        self.weight += weight.get();
+    }
+}
+
+fn bench_offer(c: &mut Criterion) {
+    let items = items();
+    let mut g = big_group(c, "shedding/offer");
+    g.throughput(Throughput::Elements(N as u64));
+    g.bench_function("floor", |b| b.iter(|| black_box(items).iter().fold(0_u64, |acc, &x| acc.wrapping_add(x))));
+    for p in PROBABILITIES {
+        let fixed = FixedRate::new(p).expect("valid probability");
+        g.bench_function(BenchmarkId::new(format!("p{p}"), "random"), |b| {
+            b.iter_batched(
+                || LoadShedder::new(Tally::default(), RandomDrop::new(7), fixed),
+                |mut s| {
+                    for &x in items {
+                        s.offer(x);
+                    }
+                    s
+                },
+                BatchSize::LargeInput,
+            );
+        });
+        g.bench_function(BenchmarkId::new(format!("p{p}"), "key_hash"), |b| {
+            b.iter_batched(
+                || LoadShedder::new(Tally::default(), KeyHashDrop::new(), fixed),
+                |mut s| {
+                    for &x in items {
+                        s.offer(x);
+                    }
+                    s
+                },
+                BatchSize::LargeInput,
+            );
+        });
+        g.bench_function(BenchmarkId::new(format!("p{p}"), "random_slice"), |b| {
+            b.iter_batched(
+                || (RandomDrop::new(7), Tally::default()),
+                |(mut policy, mut tally)| {
+                    policy.decide_slice(items, p, |&x, w| tally.observe((x, w)));
+                    tally
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_offer);
+criterion_main!(benches);
