@@ -1949,12 +1949,10 @@ mod shedding_input {
             let mut hashed = KeyHashDrop::new();
             let mut semantic = SemanticDrop::new(|x: &u64| *x as f64);
             for x in &items {
-                for kept in [random.decide(x, p), hashed.decide(x, p), semantic.decide(x, p)] {
-                    if let Some(w) = kept {
-                        prop_assert!(w.get() >= 1.0 && w.get().is_finite());
-                    }
+                for w in [random.decide(x, p), hashed.decide(x, p), semantic.decide(x, p)].into_iter().flatten() {
+                    prop_assert!(w.get() >= 1.0 && w.get().is_finite());
                 }
-                if !(p > 0.0) {
+                if p.is_nan() || p <= 0.0 {
                     prop_assert!(random.decide(x, p).is_none() && hashed.decide(x, p).is_none());
                 }
             }
@@ -2004,7 +2002,9 @@ mod shedding_input {
             assert_eq!(Simulation::new(phases, cost, tick, 0).map_err(|e| e.parameter()).err(), Some(parameter));
         }
         // An empty or idle simulation runs and reports nothing.
-        let idle = Simulation::new(vec![phase(1.0, 0.0)], 0.001, 0.1, 0).expect("valid").run(FixedRate::new(1.0).expect("valid"));
+        let idle = Simulation::new(vec![phase(1.0, 0.0)], 0.001, 0.1, 0)
+            .expect("valid")
+            .run(FixedRate::new(1.0).expect("valid"));
         assert_eq!((idle.offered, idle.max_queue, idle.latency_p99), (0, 0, 0.0));
     }
 }
