@@ -38,7 +38,8 @@
 //!   rejection sampling into a hash set at 10^6 and 10^7), then copies the `k` items: the
 //!   floor of any exact sampler, but neither streaming nor mergeable.
 //! - `weighted/observe/1e7_k1000`: `WeightedReservoir::observe(x, w)` over the pairs, and
-//!   `priority/observe/1e7_k1000`: `PrioritySample::observe(x, w)` over the same pairs.
+//!   `priority/observe/1e7_k1000`: `PrioritySample::observe(x, w)` over the same pairs; the
+//!   `synopses_observe_all` lines time their batch entry point over the same pairs.
 //! - `{reservoir,weighted,priority}/merge/k1000`: merge a sampler of the second 5·10^6 items
 //!   into a clone (made in setup, untimed) of a sampler of the first 5·10^6. The `synopses`
 //!   parts are `empty_part(0)` and `empty_part(1)` of one sampler (distinct random streams).
@@ -556,6 +557,8 @@ fn bench_weighted(c: &mut Criterion) {
     let run = |s: &mut WeightedReservoir<u64>, ps: &[(u64, Weight)]| ps.iter().for_each(|&(x, w)| s.observe(x, w));
     let check = |s: &WeightedReservoir<u64>| expect.check("synopses", &s.iter().copied().collect::<Vec<_>>());
     sampler_case(&mut g, BenchmarkId::new(CFG, "synopses"), &input, syn_weighted, run, check);
+    let run = |s: &mut WeightedReservoir<u64>, ps: &[(u64, Weight)]| s.observe_all(ps.iter().copied());
+    sampler_case(&mut g, BenchmarkId::new(CFG, "synopses_observe_all"), &input, syn_weighted, run, check);
     let make = || (SmallRng::seed_from_u64(SAMPLER_SEED), Vec::new());
     let run = |(rng, out): &mut RandWeighted, ps: &[(u64, Weight)]| {
         let sample = ps.sample_weighted(rng, K, |p| p.1.get()).expect("valid weights");
@@ -571,6 +574,8 @@ fn bench_weighted(c: &mut Criterion) {
     let run = |s: &mut PrioritySample<u64>, ps: &[(u64, Weight)]| ps.iter().for_each(|&(x, w)| s.observe(x, w));
     let check = |s: &PrioritySample<u64>| priority_check("synopses", s, pairs);
     sampler_case(&mut g, BenchmarkId::new(CFG, "synopses"), &input, syn_priority, run, check);
+    let run = |s: &mut PrioritySample<u64>, ps: &[(u64, Weight)]| s.observe_all(ps.iter().copied());
+    sampler_case(&mut g, BenchmarkId::new(CFG, "synopses_observe_all"), &input, syn_priority, run, check);
     g.finish();
 }
 

@@ -666,6 +666,25 @@ mod sampling {
             prop_assert_eq!(exact.random_draws(), one.random_draws());
         }
 
+        /// The batch entry points of the weighted samplers make the draws, and so the samples,
+        /// of observing one by one.
+        #[test]
+        fn weighted_batch_equals_one_by_one(capacity in 1_usize..40, seed in any::<u64>(),
+                                            pairs in prop::collection::vec((any::<u64>(), 0.001_f64..1e6), 0..400)) {
+            let pairs: Vec<(u64, Weight)> = pairs.into_iter().map(|(x, w)| (x, Weight::new(w).unwrap())).collect();
+            let mut one = WeightedReservoir::new(capacity, seed).unwrap();
+            pairs.iter().for_each(|&(x, w)| one.observe(x, w));
+            let mut batch = WeightedReservoir::new(capacity, seed).unwrap();
+            batch.observe_all(pairs.iter().copied());
+            prop_assert_eq!(&batch, &one);
+            prop_assert_eq!(batch.random_draws(), one.random_draws());
+            let mut one = PrioritySample::new(capacity, seed).unwrap();
+            pairs.iter().for_each(|&(x, w)| one.observe(x, w));
+            let mut batch = PrioritySample::new(capacity, seed).unwrap();
+            batch.observe_all(pairs.iter().copied());
+            prop_assert_eq!(&batch, &one);
+        }
+
         #[test]
         fn weighted_merge_algebra(capacity in 1_usize..40, a in small(), b in small(), c in small()) {
             let whole = WeightedReservoir::new(capacity, 3).unwrap();

@@ -200,8 +200,41 @@ impl<T> PrioritySample<T> {
         let w = weight.get();
         self.state.seen = self.state.seen.saturating_add(1);
         self.total_weight = (self.total_weight + w).min(f64::MAX);
-        let key = self.state.rng.uniform() / w;
-        self.state.sample.offer(key, (item, w));
+        self.offer(item, w);
+    }
+
+    /// Observes every `(item, weight)` pair of an iterator: the same sample as
+    /// [`observe`](Self::observe) one by one, with the running sums in locals.
+    ///
+    /// ```
+    /// # use synopses::sampling::PrioritySample;
+    /// # use synopses::core::Weight;
+    /// let mut p = PrioritySample::new(10, 0)?;
+    /// p.observe_all((0..1000_u64).map(|i| (i, Weight::ONE)));
+    /// assert_eq!((p.seen(), p.total_weight()), (1000, 1000.0));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_all<I: IntoIterator<Item = (T, Weight)>>(&mut self, items: I) {
+        let (mut total, mut seen) = (self.total_weight, self.state.seen);
+        for (item, weight) in items {
+            let w = weight.get();
+            seen = seen.saturating_add(1);
+            total += w;
+            self.offer(item, w);
+        }
+        // Saturating once at the end is saturating at every step (see `WeightedReservoir`).
+        (self.total_weight, self.state.seen) = (total.min(f64::MAX), seen);
+    }
+
+    /// Draws the item's `U` and keeps it if its key `U/w` is among the `k + 1` smallest. The
+    /// test `U < t·w` against the largest key kept `t` spares a division for the items that
+    /// do not enter, nearly all of them.
+    #[inline]
+    fn offer(&mut self, item: T, w: f64) {
+        let u = self.state.rng.uniform();
+        if self.state.sample.threshold().is_none_or(|t| u < t * w) {
+            self.state.sample.offer(u / w, (item, w));
+        }
     }
 
     /// Observes an item of weight `weight`, if it is a valid [`Weight`] (finite, above zero);
@@ -339,6 +372,10 @@ impl<T> fmt::Debug for PrioritySample<T> {
 impl<T> Operator<(T, Weight)> for PrioritySample<T> {
     fn observe(&mut self, (item, weight): (T, Weight)) {
         PrioritySample::observe(self, item, weight);
+    }
+
+    fn observe_all<I: IntoIterator<Item = (T, Weight)>>(&mut self, items: I) {
+        PrioritySample::observe_all(self, items);
     }
 }
 
