@@ -10,10 +10,15 @@
 //!   `k = (m/n)·ln 2`.
 //! * **Count-Min**: on a seeded Zipf(1) stream and a uniform one, the fraction of keys whose
 //!   estimate exceeds the count by more than `εN` (`ε = e/w`) against `δ = e^-d`, standard and
-//!   conservative update side by side; one row's mean excess over the count against
-//!   `(N − f)/w`; and whether the rows, which come from one hash by double hashing, collide
-//!   independently (a stream of one key: the chance another key shares all its counters,
-//!   against `w^-d`, the double-hashing estimate and `δ`).
+//!   conservative update side by side, with `heavy keys × w^-d` (the chance of sharing all `d`
+//!   counters with a key heavier than `εN`); one row's mean excess over the count against
+//!   `(N − f)/w`; and whether the rows, which the crate derives from one 64-bit hash (rows 0
+//!   and 1 its low and high 32 bits, row `i ≥ 2` the top 32 bits of the hash times its own odd
+//!   constant), collide independently: a stream of one key, and the chance that another key
+//!   shares all its counters, against `w^-d` and `δ`. Next to it, on the same seeds and keys,
+//!   the same count for a model of the crate's previous design, double hashing
+//!   (`g_i = h1 + i·h2`, computed here, not in the crate), against its estimate `I_d/w²`:
+//!   the reason the design changed.
 //! * **Counting Bloom**: the fraction of saturated counters against the load `λ = kn/m` for
 //!   4- and 8-bit counters, against the binomial tail `P(Binomial(kn, 1/m) ≥ 2^b − 1)` and
 //!   Fan et al.'s bound; and the members lost (false negatives) when items that were never
@@ -37,6 +42,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use synopses::frequency::{CountMin, HeavyHitters, Update};
+use synopses::hash::Hashable;
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 
 /// Keys in the Count-Min and heavy-hitters streams.
@@ -347,7 +353,6 @@ fn count_min_tail(trials: usize) -> Result<Csv, Box<dyn Error>> {
         "stream,N,keys,width,depth,update,epsilon,delta,trials,exceed_fraction,exceed_fraction_sd,\
          mean_overestimate,max_overestimate,worse_than_standard,under_counts,heavy_keys,pair_estimate",
     );
-    let integrals: Vec<f64> = DEPTHS.iter().map(|&d| double_hashing_integral(d)).collect();
     println!(
         "Count-Min: fraction of the {KEYS} keys over-estimated by more than εN = e·N/w (N = {STREAM}), against δ = e^-d"
     );
@@ -371,10 +376,11 @@ fn count_min_tail(trials: usize) -> Result<Csv, Box<dyn Error>> {
         let n = stream.len() as f64;
         for width in WIDTHS {
             // Keys heavier than εN: a key that shares all its counters with one is over-estimated
-            // by more than εN, whatever the rest of the stream does.
+            // by more than εN, whatever the rest of the stream does. With independent rows it
+            // shares all d with a given key with probability w^-d.
             let heavy_keys = f.iter().filter(|&&c| c as f64 > E / f64::from(width) * n).count();
-            for (&depth, &integral) in DEPTHS.iter().zip(&integrals) {
-                let pair_estimate = heavy_keys as f64 * all_rows_collision(width, depth, integral);
+            for depth in DEPTHS {
+                let pair_estimate = heavy_keys as f64 * f64::from(width).powi(-(depth as i32));
                 // Per trial (seed): the fraction exceeding, the summed and largest excess.
                 let mut fractions = [Vec::new(), Vec::new()];
                 let mut excess_sum = [0_u64; 2];
@@ -493,13 +499,14 @@ fn count_min_row(trials: usize) -> Result<Csv, Box<dyn Error>> {
     Ok(csv)
 }
 
-/// `I_d = ∫∫ Π_{i<d} (1 − |x + i·y|)⁺ dx dy`. The rows' columns come from one hash by double
-/// hashing, `g_i = h1 + i·h2`, so two keys whose `g_i` differ by `Δ1 + i·Δ2` collide in row
-/// `i` with probability `(1 − w·|Δ1 + i·Δ2|)⁺` (where the bucket boundaries fall), and in all
-/// `d` rows with probability about `I_d / w²` (substituting `x = w·Δ1`, `y = w·Δ2`), if the
-/// boundaries fall independently from row to row. `I_2 = 1`, as for independent rows; after
-/// that `I_d` falls only slowly with `d`, where independent rows would give `w^(2−d)`. (One
-/// row puts no constraint on `Δ2`: its collision probability is `1/w`; this returns NaN.)
+/// `I_d = ∫∫ Π_{i<d} (1 − |x + i·y|)⁺ dx dy`, for the model of the previous design (see
+/// [`double_hashed_columns`]). By double hashing, `g_i = h1 + i·h2`, two keys whose `g_i`
+/// differ by `Δ1 + i·Δ2` collide in row `i` with probability `(1 − w·|Δ1 + i·Δ2|)⁺` (where the
+/// bucket boundaries fall), and in all `d` rows with probability about `I_d / w²`
+/// (substituting `x = w·Δ1`, `y = w·Δ2`), if the boundaries fall independently from row to
+/// row. `I_2 = 1`, as for independent rows; after that `I_d` falls only slowly with `d`, where
+/// independent rows would give `w^(2−d)`. (One row puts no constraint on `Δ2`: its collision
+/// probability is `1/w`; this returns NaN.)
 fn double_hashing_integral(depth: u32) -> f64 {
     if depth < 2 {
         return f64::NAN;
@@ -526,77 +533,158 @@ fn double_hashing_integral(depth: u32) -> f64 {
     sum * dx * dy
 }
 
-/// The probability that two keys share their counter in all `depth` rows of width `w`, with
-/// the crate's double hashing (see [`double_hashing_integral`], passed in as `integral`).
-fn all_rows_collision(width: u32, depth: u32, integral: f64) -> f64 {
-    let w = f64::from(width);
-    if depth < 2 { w.powi(-(depth as i32)) } else { integral / (w * w) }
+/// A model of the crate's **previous** Count-Min design, for comparison only (the crate no
+/// longer uses it): the column of `hash` in rows 0, 1, 2, ... by double hashing (Kirsch and
+/// Mitzenmacher), `g_i = h1 + i·h2` over the two 32-bit halves of the hash (`h2` made odd),
+/// mapped onto `0..width` by a multiply-shift, as `Columns` did before commit 6f7d5c9.
+fn double_hashed_columns(hash: u64, width: u32) -> impl Iterator<Item = u64> {
+    let (h1, h2) = (hash as u32, (hash >> 32) as u32 | 1);
+    (0_u32..).map(move |i| (u64::from(h1.wrapping_add(i.wrapping_mul(h2))) * u64::from(width)) >> 32)
+}
+
+/// The hash seed of the `t`-th sketch of the row-independence experiment.
+fn pair_seed(t: usize) -> u64 {
+    0xC500_0000 + t as u64
+}
+
+/// All-row collisions of one setting, counted per seed (`PAIR_QUERIES` keys each), against `δ`.
+struct PairRate {
+    hits: u64,
+    seeds_hit: u64,
+    measured: f64,
+    sd: f64,
+    z: f64,
+    p_value: f64,
+}
+
+impl PairRate {
+    /// Is the measured rate above `δ`? Two tests. A z-score with the spread across seeds, which
+    /// needs many hits. And one that holds whatever that spread: if the rate, averaged over
+    /// seeds, were at most δ, a seed would have at least one hit with probability at most Q·δ
+    /// (Markov's inequality on its Q queries), independently from seed to seed, so the number
+    /// of seeds with a hit would be at most Binomial(seeds, Q·δ): its tail is a p-value.
+    fn new(hits_per_seed: &[u64], delta: f64) -> Self {
+        let seeds = hits_per_seed.len();
+        let fractions: Vec<f64> = hits_per_seed.iter().map(|&h| h as f64 / PAIR_QUERIES as f64).collect();
+        let (measured, sd) = mean_sd(&fractions);
+        let hits = hits_per_seed.iter().sum();
+        let seeds_hit = hits_per_seed.iter().filter(|&&h| h > 0).count() as u64;
+        let z = if sd > 0.0 { (measured - delta) / (sd / (seeds as f64).sqrt()) } else { f64::NEG_INFINITY };
+        let p_value = binomial_tail(seeds as u64, (PAIR_QUERIES as f64 * delta).min(1.0), seeds_hit);
+        Self { hits, seeds_hit, measured, sd, z, p_value }
+    }
+
+    fn above_delta(&self) -> bool {
+        self.z > 3.0 || self.p_value < 0.00135
+    }
+
+    fn z_text(&self) -> String {
+        if self.z.is_finite() { format!("{:.1}", self.z) } else { "-".into() }
+    }
 }
 
 /// Are the rows independent? A sketch of one key (count N, so any other key that shares all
 /// its counters is over-estimated by N > εN); the fraction of other keys that do, against
-/// `w^-d` (independent rows), the double-hashing estimate and `δ = e^-d`.
+/// `w^-d` (independent rows) and `δ = e^-d`. Next to it, on the same seeds and keys, the same
+/// fraction for the model of the previous design (double hashing), against `I_d/w²`.
 fn count_min_pairs(trials: usize) -> Result<Csv, Box<dyn Error>> {
     const WIDTHS: [u32; 3] = [16, 64, 256];
     const DEPTHS: [u32; 9] = [1, 2, 3, 4, 6, 8, 10, 14, 20];
+    const MAX_DEPTH: usize = DEPTHS[DEPTHS.len() - 1] as usize;
     let mut csv = Csv::new(
         "countmin_pairs.csv",
-        "width,depth,seeds,queries,collisions,seeds_hit,measured,measured_sd,independent,double_hashing,delta,z,p_value",
+        "width,depth,seeds,queries,collisions,seeds_hit,measured,measured_sd,independent,delta,z,p_value,\
+         dh_collisions,dh_seeds_hit,dh_measured,dh_measured_sd,dh_theory,dh_z,dh_p_value",
     );
     let seeds = 20 * trials;
     println!(
-        "Count-Min, a stream of one key: fraction of other keys sharing all its counters ({seeds} seeds × {PAIR_QUERIES})"
+        "Count-Min, a stream of one key: fraction of other keys sharing all its counters ({seeds} seeds × {PAIR_QUERIES}),"
     );
+    println!("the crate's rows against w^-d, and a model of its previous design (double hashing) against I_d/w²");
     println!(
-        "{:>5} {:>3} {:>10} {:>8} {:>6} {:>10} {:>10} {:>10} {:>7} {:>9}",
-        "w", "d", "measured", "hits", "seeds", "w^-d", "I_d/w²", "δ = e^-d", "z vs δ", "p-value"
+        "{:>5} {:>3} {:>9} | {:>10} {:>6} {:>6} {:>10} {:>7} {:>9}     | {:>10} {:>6} {:>6} {:>10} {:>7} {:>9}",
+        "w",
+        "d",
+        "δ = e^-d",
+        "crate",
+        "hits",
+        "seeds",
+        "w^-d",
+        "z vs δ",
+        "p-value",
+        "dbl hash",
+        "hits",
+        "seeds",
+        "I_d/w²",
+        "z vs δ",
+        "p-value"
     );
     let integrals: Vec<f64> = DEPTHS.iter().map(|&d| double_hashing_integral(d)).collect();
     for width in WIDTHS {
+        // The model of the previous design: per seed, how many keys share their first r columns
+        // (and no more) with the heavy key, r = 0..=MAX_DEPTH.
+        let shared_rows: Vec<[u64; MAX_DEPTH + 1]> = (0..seeds)
+            .map(|t| {
+                let heavy: Vec<u64> =
+                    double_hashed_columns(u64::MAX.hash64(pair_seed(t)), width).take(MAX_DEPTH).collect();
+                let mut histogram = [0_u64; MAX_DEPTH + 1];
+                for q in 0..PAIR_QUERIES {
+                    let columns = double_hashed_columns(q.hash64(pair_seed(t)), width);
+                    histogram[columns.zip(&heavy).take_while(|(c, h)| c == *h).count()] += 1;
+                }
+                histogram
+            })
+            .collect();
         for (&depth, &integral) in DEPTHS.iter().zip(&integrals) {
-            let mut fractions = Vec::with_capacity(seeds);
-            let (mut hits, mut seeds_hit) = (0_u64, 0_u64);
+            let mut crate_hits = Vec::with_capacity(seeds);
             for t in 0..seeds {
-                let mut sketch = CountMin::with_params(width, depth, 0xC500_0000 + t as u64, Update::Standard)?;
+                let mut sketch = CountMin::with_params(width, depth, pair_seed(t), Update::Standard)?;
                 sketch.observe_weighted(u64::MAX, 1_000);
                 let threshold = sketch.epsilon() * sketch.total() as f64;
-                let found = (0..PAIR_QUERIES).filter(|&q| sketch.estimate(q) as f64 > threshold).count() as u64;
-                hits += found;
-                seeds_hit += u64::from(found > 0);
-                fractions.push(found as f64 / PAIR_QUERIES as f64);
+                crate_hits.push((0..PAIR_QUERIES).filter(|&q| sketch.estimate(q) as f64 > threshold).count() as u64);
             }
-            let (measured, sd) = mean_sd(&fractions);
+            let dh_hits: Vec<u64> = shared_rows.iter().map(|h| h[depth as usize..].iter().sum()).collect();
             let w = f64::from(width);
             let independent = w.powi(-(depth as i32));
-            let double = all_rows_collision(width, depth, integral);
+            let dh_theory = if depth < 2 { independent } else { integral / (w * w) };
             let delta = (-f64::from(depth)).exp();
-            // Is the measured rate above δ? Two tests. A z-score with the spread across seeds, which
-            // needs many hits. And one that holds whatever that spread: if the rate, averaged over
-            // seeds, were at most δ, a seed would have at least one hit with probability at most
-            // Q·δ (Markov's inequality on its Q queries), independently from seed to seed, so the
-            // number of seeds with a hit would be at most Binomial(seeds, Q·δ): its tail is a p-value.
-            let z = if sd > 0.0 { (measured - delta) / (sd / (seeds as f64).sqrt()) } else { f64::NEG_INFINITY };
-            let p_value = binomial_tail(seeds as u64, (PAIR_QUERIES as f64 * delta).min(1.0), seeds_hit);
-            let above = z > 3.0 || p_value < 0.00135;
+            let (now, dh) = (PairRate::new(&crate_hits, delta), PairRate::new(&dh_hits, delta));
+            let flag = |r: &PairRate| if r.above_delta() { " > δ" } else { "" };
             println!(
-                "{width:>5} {depth:>3} {measured:>10.2e} {hits:>8} {seeds_hit:>6} {independent:>10.2e} {double:>10.2e} {delta:>10.2e} {:>7} {p_value:>9.2e}{}",
-                if z.is_finite() { format!("{z:.1}") } else { "-".into() },
-                if above { "  above δ" } else { "" }
+                "{width:>5} {depth:>3} {delta:>9.2e} | {:>10.2e} {:>6} {:>6} {independent:>10.2e} {:>7} {:>9.2e}{:<4} | {:>10.2e} {:>6} {:>6} {dh_theory:>10.2e} {:>7} {:>9.2e}{}",
+                now.measured,
+                now.hits,
+                now.seeds_hit,
+                now.z_text(),
+                now.p_value,
+                flag(&now),
+                dh.measured,
+                dh.hits,
+                dh.seeds_hit,
+                dh.z_text(),
+                dh.p_value,
+                flag(&dh),
             );
             csv.row(&fields![
                 width,
                 depth,
                 seeds,
                 PAIR_QUERIES,
-                hits,
-                seeds_hit,
-                measured,
-                sd,
+                now.hits,
+                now.seeds_hit,
+                now.measured,
+                now.sd,
                 independent,
-                double,
                 delta,
-                z,
-                p_value
+                now.z,
+                now.p_value,
+                dh.hits,
+                dh.seeds_hit,
+                dh.measured,
+                dh.sd,
+                dh_theory,
+                dh.z,
+                dh.p_value
             ])?;
         }
     }

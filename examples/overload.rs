@@ -84,8 +84,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     println!();
     println!("Without shedding every item is served, but a second after the burst starts they wait seconds, and the");
-    println!("backlog takes many more seconds to clear. The headroom controller keeps about 900 of every 3000 items a second");
-    println!("and the queue stays small; the PI controller needs no model of costs and steers the delay to its target.");
+    println!(
+        "backlog takes many more seconds to clear. The headroom controller keeps about 900 of every 3000 items a second"
+    );
+    println!(
+        "and the queue stays small; the PI controller needs no model of costs and steers the delay to its target."
+    );
     println!();
 
     // What the kept items still tell: the sum of 30 000 readings during the burst, from 10 %.

@@ -2,7 +2,7 @@
 //! independent stream per partition.
 
 use rand::distr::{Open01, OpenClosed01};
-use rand::{RngExt, SeedableRng};
+use rand::{Rng, RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::hash::hash_bytes;
@@ -24,6 +24,12 @@ impl Stream {
     /// The random numbers drawn so far.
     pub(crate) fn draws(&self) -> u64 {
         self.draws
+    }
+
+    /// 64 uniform random bits.
+    pub(crate) fn bits(&mut self) -> u64 {
+        self.draws += 1;
+        self.rng.next_u64()
     }
 
     /// A uniform number in the open interval (0, 1).

@@ -49,14 +49,24 @@ fn inverse(keep_probability: f64) -> Weight {
     Weight::new(1.0 / keep_probability.min(1.0)).unwrap_or(Weight::ONE)
 }
 
-/// Keeps each item independently with probability `p`, deciding with geometric gaps: it draws
-/// a random number only where the run of keeps or drops changes, so about `min(p, 1 − p)`
-/// numbers per item, and kept items have weight `1/p`.
+/// Bits of the keep probability in the middle range, where items are decided 64 at a time.
+const MASK_BITS: u32 = 24;
+
+/// Keeps each item independently with probability `p`, with weight `1/p`, drawing few random
+/// numbers: about `min(p, 1 − p)` per item, and far fewer instructions than one draw per item.
 ///
-/// While `p ≤ 1/2` it draws the number of items to drop before the next keep (geometric with
-/// success probability `p`); above, the number to keep before the next drop. The runs of a
-/// Bernoulli process are geometric and memoryless, so a run drawn for one `p` is redrawn
-/// when `p` changes, and every item is kept with the probability in force when it arrives.
+/// * Below 3/8 or above 5/8 it decides with geometric runs: it draws the number of items to
+///   drop before the next keep (geometric with success probability `p`), or, above 1/2, to
+///   keep before the next drop. A run is redrawn when `p` changes; runs of a Bernoulli
+///   process have no memory, so every item is kept with the probability in force when it
+///   arrives.
+/// * Between 3/8 and 5/8 a run is short, and a geometric draw (a logarithm) per item or two
+///   would cost more than the decision is worth; there it decides 64 items at once: with
+///   `p` rounded down to 24 binary digits, `0.b₁b₂…b₂₄`, the word `M` built from the last
+///   digit to the first by `M ← M | R` for a digit 1 and `M ← M & R` for a 0, with a fresh
+///   random word `R` each time, has each bit set with probability exactly `0.b₁…b₂₄`,
+///   independently. That is at most 24 words per 64 items (one at `p = 1/2`), and the weight
+///   is the inverse of the rounded probability, so the estimates stay exactly unbiased.
 ///
 /// ```
 /// use synopses::shedding::{DropPolicy, RandomDrop};
@@ -71,9 +81,16 @@ pub struct RandomDrop {
     seed: u64,
     stream: u64,
     rng: Stream,
-    /// The `p` the current run was drawn for (`NaN` before the first).
+    /// The `p` the state below was set up for (`NaN` before the first).
     p: f64,
-    /// Items left in the current run of the majority outcome (drops while `p ≤ 1/2`).
+    /// The keep probability actually used: `p`, or `p` rounded down to 24 bits.
+    effective: f64,
+    /// Between 3/8 and 5/8: `p` in 24 binary digits; otherwise 0.
+    digits: u32,
+    /// 64 decisions at a time, lowest bit next, and how many are left.
+    mask: u64,
+    left: u32,
+    /// Otherwise: items left in the current run of the majority outcome.
     run: u64,
 }
 
@@ -89,7 +106,8 @@ impl RandomDrop {
     }
 
     fn on_stream(seed: u64, stream: u64) -> Self {
-        Self { seed, stream, rng: Stream::new(seed, stream), p: f64::NAN, run: 0 }
+        let rng = Stream::new(seed, stream);
+        Self { seed, stream, rng, p: f64::NAN, effective: f64::NAN, digits: 0, mask: 0, left: 0, run: 0 }
     }
 
     /// The seed.
@@ -102,7 +120,7 @@ impl RandomDrop {
         self.seed
     }
 
-    /// The random numbers drawn so far.
+    /// The random numbers drawn so far (64-bit words and uniform numbers alike).
     ///
     /// ```
     /// use synopses::shedding::{DropPolicy, RandomDrop};
@@ -117,15 +135,43 @@ impl RandomDrop {
         self.rng.draws()
     }
 
+    /// Sets the state up for keep probability `p`, if it changed.
+    #[inline]
+    fn prepare(&mut self, p: f64) {
+        if p == self.p {
+            return;
+        }
+        self.p = p;
+        self.left = 0;
+        self.digits = 0;
+        self.effective = p;
+        if (0.375..=0.625).contains(&p) {
+            self.digits = (p * f64::from(1u32 << MASK_BITS)) as u32;
+            self.effective = f64::from(self.digits) / f64::from(1u32 << MASK_BITS);
+        } else {
+            self.run = self.draw_run(p);
+        }
+    }
+
     /// Whether the next item is kept at probability `p`.
     #[inline]
     fn keep(&mut self, p: f64) -> bool {
-        if p != self.p {
-            self.p = p;
-            self.run = self.draw_run(p);
+        if p.is_nan() || p <= 0.0 {
+            return false;
         }
-        if p >= 1.0 || p <= 0.0 {
-            return p >= 1.0;
+        if p >= 1.0 {
+            return true;
+        }
+        self.prepare(p);
+        if self.digits > 0 {
+            if self.left == 0 {
+                self.mask = self.draw_mask();
+                self.left = 64;
+            }
+            let keep = self.mask & 1 == 1;
+            self.mask >>= 1;
+            self.left -= 1;
+            return keep;
         }
         let minority_next = self.run == 0;
         if minority_next {
@@ -139,15 +185,26 @@ impl RandomDrop {
 
     /// The length of the next run of the majority outcome.
     fn draw_run(&mut self, p: f64) -> u64 {
-        if p >= 1.0 || p <= 0.0 {
+        if p.is_nan() || p >= 1.0 || p <= 0.0 {
             return 0;
         }
         self.rng.geometric(if p <= 0.5 { p } else { 1.0 - p })
     }
 
-    /// Decides a whole slice of items at once: calls `kept` with each kept item, skipping the
-    /// runs of drops without looking at them. The same decisions as [`decide`](DropPolicy::decide)
-    /// item by item.
+    /// 64 independent decisions, each a keep with probability `digits / 2^24`: OR in a fresh
+    /// random word for each binary digit 1 and AND one in for each 0, from the last digit to
+    /// the first (the trailing zeros leave the word at 0 and are skipped).
+    fn draw_mask(&mut self) -> u64 {
+        let digits = self.digits;
+        (digits.trailing_zeros()..MASK_BITS).fold(0, |mask, i| {
+            let word = self.rng.bits();
+            if digits >> i & 1 == 1 { mask | word } else { mask & word }
+        })
+    }
+
+    /// Decides a whole slice of items at once: calls `kept` with each kept item, passing over
+    /// runs of drops, or 64 decisions at a time, without looking at the dropped items. The
+    /// same decisions as [`decide`](DropPolicy::decide) item by item.
     ///
     /// ```
     /// use synopses::shedding::RandomDrop;
@@ -159,24 +216,47 @@ impl RandomDrop {
     /// assert!((800..1200).contains(&kept));
     /// ```
     pub fn decide_slice<T>(&mut self, items: &[T], keep_probability: f64, mut kept: impl FnMut(&T, Weight)) {
-        let weight = inverse(keep_probability);
-        let mut rest = items;
-        if keep_probability <= 0.0 {
+        let p = keep_probability;
+        if p.is_nan() || p <= 0.0 {
             return;
         }
-        if keep_probability > 0.5 {
-            for item in rest {
-                if self.keep(keep_probability) {
+        if p >= 1.0 {
+            items.iter().for_each(|item| kept(item, Weight::ONE));
+            return;
+        }
+        self.prepare(p);
+        let weight = inverse(self.effective);
+        if self.digits > 0 {
+            let mut at = 0;
+            while at < items.len() {
+                if self.left == 0 {
+                    self.mask = self.draw_mask();
+                    self.left = 64;
+                }
+                let take = self.left.min((items.len() - at).min(64) as u32);
+                let mut bits = if take == 64 { self.mask } else { self.mask & ((1 << take) - 1) };
+                while bits != 0 {
+                    if let Some(item) = items.get(at + bits.trailing_zeros() as usize) {
+                        kept(item, weight);
+                    }
+                    bits &= bits - 1;
+                }
+                self.mask = self.mask.checked_shr(take).unwrap_or(0);
+                self.left -= take;
+                at += take as usize;
+            }
+            return;
+        }
+        if p > 0.5 {
+            for item in items {
+                if self.keep(p) {
                     kept(item, weight);
                 }
             }
             return;
         }
-        if keep_probability != self.p {
-            self.p = keep_probability;
-            self.run = self.draw_run(keep_probability);
-        }
         // Runs of drops, each followed by one keep.
+        let mut rest = items;
         loop {
             let Some(after_run) = usize::try_from(self.run).ok().and_then(|run| rest.get(run..)) else {
                 self.run -= rest.len() as u64;
@@ -187,7 +267,7 @@ impl RandomDrop {
                 return;
             };
             kept(item, weight);
-            self.run = self.draw_run(keep_probability);
+            self.run = self.draw_run(p);
             rest = tail;
         }
     }
@@ -196,7 +276,9 @@ impl RandomDrop {
 impl<T> DropPolicy<T> for RandomDrop {
     #[inline]
     fn decide(&mut self, _: &T, keep_probability: f64) -> Option<Weight> {
-        self.keep(keep_probability).then(|| inverse(keep_probability))
+        let keep = self.keep(keep_probability);
+        // (`keep` set `effective` up for any p in (0, 1).)
+        keep.then(|| if keep_probability >= 1.0 { Weight::ONE } else { inverse(self.effective) })
     }
 }
 
