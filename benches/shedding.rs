@@ -14,8 +14,10 @@
 //!
 //! - `offer`: `LoadShedder::offer` per item, with `RandomDrop` (geometric runs) and
 //!   `KeyHashDrop` (one xxh3 per item).
-//! - `slice`: `RandomDrop::decide_slice` over the whole slice, which passes over runs of
-//!   drops without reading them.
+//! - `random_slice`, `key_hash_slice`: `LoadShedder::offer_slice` over the whole slice, the
+//!   batch path: the random policy passes over runs of drops (or decides 64 items per few
+//!   random words) without reading them; the key-hash policy hashes 64 items into a list of
+//!   the kept ones without a branch.
 
 mod common;
 use common::{DATA_SEED, big_group, splitmix64};
@@ -84,10 +86,20 @@ fn bench_offer(c: &mut Criterion) {
         });
         g.bench_function(BenchmarkId::new(format!("p{p}"), "random_slice"), |b| {
             b.iter_batched(
-                || (RandomDrop::new(7), Tally::default()),
-                |(mut policy, mut tally)| {
-                    policy.decide_slice(items, p, |&x, w| tally.observe((x, w)));
-                    tally
+                || LoadShedder::new(Tally::default(), RandomDrop::new(7), fixed),
+                |mut s| {
+                    s.offer_slice(items);
+                    s
+                },
+                BatchSize::LargeInput,
+            );
+        });
+        g.bench_function(BenchmarkId::new(format!("p{p}"), "key_hash_slice"), |b| {
+            b.iter_batched(
+                || LoadShedder::new(Tally::default(), KeyHashDrop::new(), fixed),
+                |mut s| {
+                    s.offer_slice(items);
+                    s
                 },
                 BatchSize::LargeInput,
             );

@@ -847,6 +847,24 @@ mod shedding {
             }
         }
 
+        /// A shedder's batch path leaves the state of offering one by one, for both policies.
+        #[test]
+        fn shedder_offer_slice_equals_one_by_one(p in 0.001_f64..=1.0, seed in any::<u64>(), items in items()) {
+            let fixed = FixedRate::new(p).unwrap();
+            let mut one = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(seed), fixed);
+            items.iter().for_each(|&x| { one.offer(x); });
+            let mut batch = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(seed), fixed);
+            batch.offer_slice(&items);
+            prop_assert_eq!(batch.inner(), one.inner());
+            prop_assert_eq!(batch.stats(), one.stats());
+            let mut one = LoadShedder::new(HorvitzThompson::new(), KeyHashDrop::with_seed(seed), fixed);
+            items.iter().for_each(|&x| { one.offer(x); });
+            let mut batch = LoadShedder::new(HorvitzThompson::new(), KeyHashDrop::with_seed(seed), fixed);
+            batch.offer_slice(&items);
+            prop_assert_eq!(batch.inner(), one.inner());
+            prop_assert_eq!(batch.stats(), one.stats());
+        }
+
         /// Deciding a slice at once makes the decisions of deciding item by item.
         #[test]
         fn random_drop_slice_equals_item_by_item(p in 0.0_f64..=1.0, seed in any::<u64>(), n in 0_usize..5000, cut in any::<Index>()) {

@@ -122,6 +122,37 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
         }
     }
 
+    /// Offers every item of a slice at the keep probability in force, through the policy's
+    /// batch path ([`DropPolicy::decide_slice`]), which skips the dropped items without
+    /// looking at them where it can: the same decisions and the same inner state as offering
+    /// them one by one. Kept items are cloned into the inner operator.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
+    ///
+    /// let readings: Vec<f64> = (0..100_000).map(|i| f64::from(i % 100)).collect();
+    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(3), FixedRate::new(0.5)?);
+    /// s.offer_slice(&readings);
+    /// assert_eq!(s.stats().offered, 100_000);
+    /// assert!((s.inner().count().value / 100_000.0 - 1.0).abs() < 0.02);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn offer_slice<T: Clone>(&mut self, items: &[T])
+    where
+        P: DropPolicy<T>,
+        O: Operator<(T, Weight)>,
+    {
+        let inner = &mut self.inner;
+        let mut kept = 0;
+        self.policy.decide_slice(items, self.controller.keep_probability(), |item, weight| {
+            kept += 1;
+            inner.observe((item.clone(), weight));
+        });
+        self.stats.offered += items.len() as u64;
+        self.stats.kept += kept;
+        self.since_control += items.len() as u64;
+    }
+
     /// Takes one control step: the controller sees `load`, with `load.offered` replaced by
     /// the number of items offered since the previous step, and sets the keep probability for
     /// the items that follow.
