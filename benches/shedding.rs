@@ -8,7 +8,7 @@
 //!
 //! Timing model: one iteration offers all `N` items to a fresh shedder (made in the untimed
 //! setup) with a fixed keep probability, in front of an inner operator that only counts the
-//! items and sums their weights (so the time is the shedder's, not the work behind it).
+//! kept items (so the time is the shedder's, not the work behind it).
 //! Throughput is `N` elements: time / `N` is ns per offered item. The goal: under
 //! 2 ns per offered item at p = 0.1, 0.5 and 0.9.
 //!
@@ -39,17 +39,17 @@ fn items() -> &'static [u64] {
     })
 }
 
-/// The cheapest inner operator: counts the kept items and sums their weights.
+/// The cheapest inner operator: counts the kept items. (Summing their weights too makes a
+/// floating-point dependency chain, about 4 cycles per kept item, that would be the inner
+/// operator's cost, not the shedder's.)
 #[derive(Default)]
 struct Tally {
     kept: u64,
-    weight: f64,
 }
 
 impl Operator<(u64, Weight)> for Tally {
-    fn observe(&mut self, (_, weight): (u64, Weight)) {
+    fn observe(&mut self, _: (u64, Weight)) {
         self.kept += 1;
-        self.weight += weight.get();
     }
 }
 
