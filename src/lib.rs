@@ -43,8 +43,7 @@
 //! | a few typical items, for any later question | [`sampling::Reservoir`] | a uniform sample: a mean's error `σ/√k` | `k` items |
 //! | items drawn in proportion to weight | [`sampling::WeightedReservoir`] | without replacement (PPSWOR) | `k` items and weights |
 //! | the total weight of any subset, decided later | [`sampling::PrioritySample`] | unbiased, with an unbiased variance estimate | `k + 1` items and weights |
-//!
-//! Load shedding is planned and will join this table.
+//! | keep up with an overloaded stream | [`shedding::LoadShedder`] in front of any of them | unbiased counts and sums ([`shedding::HorvitzThompson`]) with their variance | that of the operator behind it |
 //!
 //! # Merging and parallel partitions
 //!
@@ -53,7 +52,10 @@
 //! configurations returns a [`MergeError`] and changes nothing. With the `rayon` feature,
 //! [`core::OperatorExt::par_observe`] splits a slice over the thread pool, observes each part
 //! into its own instance and merges them; for the deterministic synopses the result is
-//! identical to a sequential pass.
+//! identical to a sequential pass. The samplers and the random load shedder are randomized:
+//! each part draws from its own random stream ([`core::Mergeable::empty_part`]), the merged
+//! result is distributed exactly as a sequential pass, and it is the same for the same seed
+//! and partitioning.
 //!
 //! ```
 //! use synopses::cardinality::HyperLogLog;

@@ -74,8 +74,18 @@
 //! deviation `σ` has standard error `σ/√k · √((n − k)/(n − 1))` (the finite-population
 //! correction), and the estimate `n · mean` of the stream's sum has `n` times that. A
 //! fraction `p` estimated from the sample has standard error `√(p(1 − p)/k)` (times the same
-//! correction). For priority sampling the variance of a subset sum is bounded by
-//! `Σ w_i · τ`-ish terms only for the light items, and estimated as above.
+//! correction).
+//!
+//! | k | standard error of a fraction near 1/2 | of a mean, in units of σ |
+//! |---|---|---|
+//! | 100 | 5 % | 0.10 σ |
+//! | 1 000 | 1.6 % | 0.032 σ |
+//! | 10 000 | 0.5 % | 0.010 σ |
+//!
+//! For priority sampling, an item at least as heavy as `τ` is estimated exactly, and each
+//! lighter sampled item adds `τ·(τ − w_i)` to the variance estimate: the variance of a subset
+//! sum comes only from its light items, and shrinks as `k` grows and `τ` falls.
+//! `tests/accuracy.rs` checks the unbiasedness of the estimate and of its variance.
 //!
 //! # Merging and parallel partitions
 //!
