@@ -201,7 +201,7 @@ impl<T> WeightedReservoir<T> {
 
     /// Observes every `(item, weight)` pair of an iterator: the same sample as
     /// [`observe`](Self::observe) one by one, with the running sums in locals rather than in
-    /// the struct, whose store-and-reload chain bounded the loop (measured 3.6 → 1.2 ns per item).
+    /// the struct, whose store-and-reload chain bounded the loop (measured 3.5 → 0.8 ns per item).
     ///
     /// ```
     /// # use synopses::sampling::WeightedReservoir;
@@ -217,20 +217,28 @@ impl<T> WeightedReservoir<T> {
             let Some((item, weight)) = items.next() else { return };
             self.observe(item, weight);
         }
-        let (mut jump, mut total, mut seen) = (self.jump, self.total_weight, self.state.seen);
-        for (item, weight) in items {
-            let w = weight.get();
-            seen = seen.saturating_add(1);
-            total += w;
-            jump -= w;
-            if jump <= 0.0 {
-                self.enter(item, w);
-                jump = self.jump;
+        loop {
+            // The inner loop makes no call, so the compiler keeps the sums in registers (with
+            // the rare `enter` call inside, it kept `total` on the stack: 3.0 ns per item).
+            let (mut jump, mut total, mut seen) = (self.jump, self.total_weight, self.state.seen);
+            let mut entering = None;
+            for (item, weight) in items.by_ref() {
+                let w = weight.get();
+                seen = seen.saturating_add(1);
+                total += w;
+                jump -= w;
+                if jump <= 0.0 {
+                    entering = Some((item, w));
+                    break;
+                }
             }
+            (self.jump, self.total_weight, self.state.seen) = (jump, total, seen);
+            let Some((item, w)) = entering else { break };
+            self.enter(item, w);
         }
         // Saturating once at the end is saturating at every step: past `f64::MAX` the sum is
         // `+∞` and stays there.
-        (self.jump, self.total_weight, self.state.seen) = (jump, total.min(f64::MAX), seen);
+        self.total_weight = self.total_weight.min(f64::MAX);
     }
 
     /// Adds an item whose share of the weight axis holds the next arrival, then draws the
