@@ -57,6 +57,45 @@ pub fn hash_bytes(bytes: &[u8], seed: u64) -> u64 {
     xxh3_64_with_seed(bytes, seed)
 }
 
+/// Index `i` in `0..n` derived from one 64-bit hash, for structures that need several
+/// independent indexes per item: Count-Min's rows, a partitioner's candidate workers. Index 0
+/// takes the hash's low 32 bits, index 1 its high 32 bits, and index `i ≥ 2` the top 32 bits
+/// of the hash times its own odd constant; each is mapped onto `0..n` by a multiply-shift
+/// (Lemire) rather than a division.
+///
+/// Why not double hashing (`g_i = h1 + i·h2`)? Two items whose `(h1, h2)` agree in two
+/// indexes then agree in nearly all, so the chance that two items share every index stops
+/// falling at about `1/n²` however many there are; Count-Min's `δ = e^-depth` then fails for
+/// deep sketches (measured by `examples/filters.rs`). Here any two indexes are as good as
+/// independent: the two halves are independent bits, and a multiplier mixes all 64 bits anew.
+#[inline]
+pub(crate) fn derived_index(hash: u64, i: usize, n: u64) -> usize {
+    let bits = match i {
+        0 => hash & 0xFFFF_FFFF,
+        1 => hash >> 32,
+        i => hash.wrapping_mul(INDEX_MULTIPLIERS.get(i).copied().unwrap_or(1)) >> 32,
+    };
+    ((bits * n) >> 32) as usize
+}
+
+/// The multipliers of [`derived_index`] from index 2 up: odd, and otherwise splitmix64's
+/// first outputs (any odd constants with well-mixed bits would do; these are pinned by the
+/// golden fixtures).
+const INDEX_MULTIPLIERS: [u64; 64] = {
+    let mut out = [0u64; 64];
+    let mut state = 0u64;
+    let mut i = 0;
+    while i < out.len() {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        out[i] = (z ^ (z >> 31)) | 1;
+        i += 1;
+    }
+    out
+};
+
 /// An item with a canonical, portable byte encoding, hashed with seeded xxh3-64.
 ///
 /// Implement it for your own types by hashing a canonical encoding with [`hash_bytes`], for

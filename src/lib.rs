@@ -107,5 +107,6 @@ pub mod hash;
 pub mod membership;
 pub mod sampling;
 pub mod shedding;
+pub mod stream;
 
 pub use crate::core::{ConfigError, DecodeError, Error, MergeError, RemoveError};

@@ -34,6 +34,7 @@ use synopses::shedding::{
     DropPolicy, FixedRate, Headroom, HorvitzThompson, KeyHashDrop, LoadShedder, Phase, RandomDrop, Simulation,
     Unweighted,
 };
+use synopses::stream::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner};
 
 /// Standard deviations for the RMSE check, as the foundation issue sets it.
 const SIGMAS: f64 = 3.0;
@@ -707,6 +708,29 @@ fn reservoir_inclusions_are_uniform_in_one_pass_and_merged() {
     }
 }
 
+/// A reservoir split over partitions by the partitioned runner (4 workers, partial key
+/// grouping, so each worker sees an uneven, key-dependent share), then merged: over 40 000
+/// seeds its inclusions pass the same tests as one reservoir's (χ², each item within z σ,
+/// each pair within 4σ).
+#[test]
+fn partitioned_reservoirs_are_uniform() {
+    use synopses::stream::Partitioned;
+    let (n, k, trials) = (20_usize, 5_usize, 40_000_u64);
+    let z = bonferroni_z(n + 1);
+    let mut counts = Inclusions::new(n);
+    for t in 0..trials {
+        let proto = Reservoir::new(k, 0x9A27_0000 + t).unwrap();
+        let mut parts = Partitioned::new(&proto, PartialKeyGrouping::new(4).unwrap());
+        (0..n).for_each(|i| parts.observe(i));
+        counts.add(&parts.merged().unwrap().into_vec());
+    }
+    let chi2 = counts.uniform_chi2(k);
+    let limit = chi2_quantile((n - 1) as f64, z);
+    assert!(chi2 <= limit, "χ² = {chi2:.1} above {limit:.1}");
+    let pair = (k * (k - 1)) as f64 / (n * (n - 1)) as f64;
+    counts.check(|_| k as f64 / n as f64, |_, _| pair, z, "partitioned");
+}
+
 /// Exact inclusion probabilities of sampling `k` of `weights` without replacement, each draw
 /// proportional to weight among the items left (PPSWOR): the sum over every ordered draw.
 fn ppswor_inclusions(weights: &[f64], k: usize) -> (Vec<f64>, Vec<Vec<f64>>) {
@@ -1002,4 +1026,115 @@ fn headroom_controller_bounds_queue_and_latency_under_a_burst() {
         "kept {kept:.1}/s, target {target}/s ± {:.1} %",
         100.0 * tolerance
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Partitioners
+// ---------------------------------------------------------------------------------------------
+
+/// The mean and standard deviation of the maximum of `n` independent standard normals, by
+/// numerical integration of its density `n·φ(x)·Φ(x)^(n−1)`.
+fn normal_max_moments(n: u32) -> (f64, f64) {
+    let phi = |x: f64| (-x * x / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    let (mut cdf, mut m1, mut m2) = (0.0, 0.0, 0.0);
+    let dx = 1e-3;
+    let mut x = -10.0;
+    while x < 10.0 {
+        cdf += phi(x) * dx;
+        let density = f64::from(n) * phi(x) * cdf.min(1.0).powi(n as i32 - 1);
+        m1 += x * density * dx;
+        m2 += x * x * density * dx;
+        x += dx;
+    }
+    (m1, (m2 - m1 * m1).sqrt())
+}
+
+/// Balls into bins: `m = 10^6` distinct keys into `n = 100` workers, 10 seeds.
+///
+/// * One choice (key grouping): the loads are multinomial, each about normal with mean `m/n`
+///   and standard deviation `σ = √((m/n)(1 − 1/n))`, so the gap `max − m/n` is about σ times
+///   the maximum of 100 standard normals (mean 2.51, sd 0.43, by integration; the classic
+///   `√(2·(m/n)·ln n) = 303` is its asymptotic form). The mean gap over the seeds must lie
+///   within z standard errors of that.
+/// * Two choices (partial key grouping): the gap is at most 5, every time (theory:
+///   `ln ln n / ln 2 ≈ 2.2`, plus O(1)).
+#[test]
+fn balls_into_bins_one_choice_and_two() {
+    let (m, n, seeds) = (1_000_000_u64, 100_usize, 10_u64);
+    let sigma = (m as f64 / n as f64 * (1.0 - 1.0 / n as f64)).sqrt();
+    let (max_mean, max_sd) = normal_max_moments(n as u32);
+    let mut gaps = Vec::new();
+    for seed in 0..seeds {
+        let mut one = KeyGrouping::new(n).unwrap();
+        let mut two = PartialKeyGrouping::new(n).unwrap();
+        for key in 0..m {
+            let hash = synopses::hash::hash_bytes(&[key.to_le_bytes(), seed.to_le_bytes()].concat(), 0);
+            one.route_hash(hash);
+            two.route_hash(hash);
+        }
+        let mean = m as f64 / n as f64;
+        gaps.push(*one.loads().iter().max().unwrap() as f64 - mean);
+        let gap_two = *two.loads().iter().max().unwrap() as f64 - mean;
+        assert!(gap_two <= 5.0, "seed {seed}: two choices left a gap of {gap_two}");
+    }
+    let mean_gap = gaps.iter().sum::<f64>() / seeds as f64;
+    let expected = sigma * max_mean;
+    let se = sigma * max_sd / (seeds as f64).sqrt();
+    assert!(
+        (mean_gap - expected).abs() <= bonferroni_z(1) * se,
+        "one choice: mean gap {mean_gap:.1}, theory {expected:.1} ± {se:.1}"
+    );
+}
+
+/// Zipf keys over 10 workers, 10^6 items.
+///
+/// * Zipf(1.0) over 10^4 keys (the top key is 10 % of the stream, below `2/n = 20 %`): key
+///   grouping's imbalance is at least 0.5 (the top key's worker alone carries twice the mean
+///   minus its other keys), partial key grouping's at most 0.01, with at most twice key
+///   grouping's (key, worker) pairs of state.
+/// * Zipf(2.0) over 10^4 keys (the top key is 61 %, far above `2/n`): two choices cannot
+///   carry it (imbalance near 2), while `d = 7` choices, enough that the top key's share
+///   spread over them, `0.61·n/d ≈ 0.87` of the mean, fits, keep the imbalance at most 0.1.
+#[test]
+fn skewed_keys_balance_with_two_and_with_d_choices() {
+    let zipf_stream = |s: f64, keys: usize, n: usize, seed: u64| -> Vec<u64> {
+        let mut cdf = Vec::with_capacity(keys);
+        let mut acc = 0.0;
+        for k in 1..=keys {
+            acc += (k as f64).powf(-s);
+            cdf.push(acc);
+        }
+        let mut state = seed;
+        (0..n)
+            .map(|_| {
+                let u = (splitmix(&mut state) >> 11) as f64 / (1u64 << 53) as f64 * acc;
+                cdf.partition_point(|&c| c < u) as u64
+            })
+            .collect()
+    };
+    let pairs = |p: &mut dyn FnMut(&u64) -> usize, stream: &[u64]| {
+        let mut seen = std::collections::HashSet::new();
+        stream.iter().for_each(|x| {
+            seen.insert((*x, p(x)));
+        });
+        seen.len()
+    };
+    let stream = zipf_stream(1.0, 10_000, 1_000_000, 0x21_9F);
+    let mut kg = KeyGrouping::new(10).unwrap();
+    let mut pkg = PartialKeyGrouping::new(10).unwrap();
+    let kg_pairs = pairs(&mut |x| kg.route(x), &stream);
+    let pkg_pairs = pairs(&mut |x| pkg.route(x), &stream);
+    assert!(kg.imbalance() >= 0.5, "key grouping: {:.3}", kg.imbalance());
+    assert!(pkg.imbalance() <= 0.01, "partial key grouping: {:.4}", pkg.imbalance());
+    assert!(pkg_pairs <= 2 * kg_pairs, "state: {pkg_pairs} (key, worker) pairs against {kg_pairs}");
+
+    let heavy = zipf_stream(2.0, 10_000, 1_000_000, 0x22_9F);
+    let mut pkg = PartialKeyGrouping::new(10).unwrap();
+    let mut d = DChoices::new(10, 7).unwrap();
+    heavy.iter().for_each(|x| {
+        pkg.route(x);
+        d.route(x);
+    });
+    assert!(pkg.imbalance() > 1.0, "two choices should not carry a 61 % key: {:.3}", pkg.imbalance());
+    assert!(d.imbalance() <= 0.1, "d choices: {:.4}", d.imbalance());
 }

@@ -881,3 +881,63 @@ mod shedding {
         }
     }
 }
+
+mod partitioned {
+    use super::*;
+    use synopses::stream::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioned, Partitioner, ShuffleGrouping};
+
+    /// The merged state of every partitioned run equals one sequential pass.
+    fn check_all<O, P>(proto: &O, partitioner: P, items: &[u64]) -> Result<(), TestCaseError>
+    where
+        O: Mergeable
+            + Clone
+            + PartialEq
+            + Debug
+            + Subject
+            + for<'a> synopses::core::Operator<&'a u64>
+            + synopses::core::Operator<u64>
+            + Send,
+        P: Partitioner + Send + Sync,
+    {
+        let sequential = observed(proto, items);
+        let mut one = Partitioned::new(proto, partitioner.clone());
+        items.iter().for_each(|&x| one.observe(x));
+        prop_assert_eq!(&one.merged().unwrap(), &sequential);
+        let mut batch = Partitioned::new(proto, partitioner.clone());
+        batch.observe_slice(items);
+        prop_assert_eq!(&batch.merged().unwrap(), &sequential);
+        prop_assert_eq!(batch.partitioner().loads(), one.partitioner().loads());
+        #[cfg(feature = "rayon")]
+        {
+            let mut parallel = Partitioned::new(proto, partitioner);
+            parallel.par_observe(items);
+            prop_assert_eq!(&parallel.merged().unwrap(), &sequential);
+            prop_assert_eq!(parallel.partitioner().loads().iter().sum::<u64>(), items.len() as u64);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(32))]
+
+        /// HyperLogLog, Count-Min and the counting Bloom filter over 1, 2, 4 and 8 workers, with
+        /// every partitioner: the merged state is the sequential one.
+        #[test]
+        fn partitioned_runs_equal_one_pass(workers in prop_oneof![Just(1_usize), Just(2), Just(4), Just(8)], items in items()) {
+            let hll = HyperLogLog::new(8).unwrap();
+            let cm = CountMin::new(64, 3).unwrap();
+            let cbf = CountingBloom::with_params(500, 3, CounterWidth::Four, 1).unwrap();
+            macro_rules! every_partitioner {
+                ($proto:expr) => {
+                    check_all($proto, KeyGrouping::new(workers).unwrap(), &items)?;
+                    check_all($proto, ShuffleGrouping::new(workers).unwrap(), &items)?;
+                    check_all($proto, PartialKeyGrouping::new(workers).unwrap(), &items)?;
+                    check_all($proto, DChoices::new(workers, 3).unwrap(), &items)?;
+                };
+            }
+            every_partitioner!(&hll);
+            every_partitioner!(&cm);
+            every_partitioner!(&cbf);
+        }
+    }
+}

@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
 use crate::core::{Bounds, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
-use crate::hash::{DEFAULT_SEED, Hashable};
+use crate::hash::{DEFAULT_SEED, Hashable, derived_index};
 
 /// The most rows a sketch may have (δ = e^-32 ≈ 1.3e-14).
 const MAX_DEPTH: u32 = 32;
@@ -584,39 +584,13 @@ impl CountMin {
     }
 }
 
-/// The column of an item's hash in each row, mapped onto `0..width` by a multiply-shift
-/// (Lemire) rather than a division: rows 0 and 1 take the low and the high 32 bits of the
-/// 64-bit hash, and row `i ≥ 2` the top 32 bits of the hash times its own odd constant `M_i`.
-///
-/// Why not double hashing (`g_i = h1 + i·h2`, as the Bloom filter uses)? Two items whose
-/// `(h1, h2)` land together in two rows then land together in nearly all, so the chance that
-/// an item shares *every* counter with a heavy one stops falling at about `1/width²`,
-/// however deep the sketch, and `δ = e^-depth` fails from depth 17 at width 272 (measured by
-/// `examples/filters.rs`). Here any two rows are as good as independent: the two halves are
-/// independent bits, and a multiplier mixes all 64 bits anew. It costs one multiplication
-/// more per row from the third on.
+/// The column of an item's hash in each row: [`derived_index`] `row` of the hash, onto
+/// `0..width` (the rows' indexes are as good as independent; see there why not double hashing).
 struct Columns {
     hash: u64,
     row: usize,
     width: u64,
 }
-
-/// The multipliers of rows 2 and up: odd, and otherwise splitmix64's first outputs (any odd
-/// constants with well-mixed bits would do; these are pinned by the golden fixtures).
-const ROW_MULTIPLIERS: [u64; MAX_DEPTH as usize] = {
-    let mut out = [0u64; MAX_DEPTH as usize];
-    let mut state = 0u64;
-    let mut i = 0;
-    while i < out.len() {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        out[i] = (z ^ (z >> 31)) | 1;
-        i += 1;
-    }
-    out
-};
 
 impl Columns {
     #[inline]
@@ -630,13 +604,9 @@ impl Iterator for Columns {
 
     #[inline]
     fn next(&mut self) -> Option<usize> {
-        let bits = match self.row {
-            0 => self.hash & 0xFFFF_FFFF,
-            1 => self.hash >> 32,
-            row => self.hash.wrapping_mul(ROW_MULTIPLIERS.get(row).copied().unwrap_or(1)) >> 32,
-        };
+        let column = derived_index(self.hash, self.row, self.width);
         self.row += 1;
-        Some(((bits * self.width) >> 32) as usize)
+        Some(column)
     }
 }
 

@@ -1,0 +1,68 @@
+//! Streams over parallel partitions: partitioners, and a runner that splits a stream over
+//! N instances of any mergeable operator and merges them back.
+//!
+//! A stream too fast for one core is split over workers, each with its own instance of the
+//! operator; because the state of every synopsis in this crate merges, the workers' states
+//! combine into the state one instance would have had. Two questions remain: which worker
+//! gets which item (the *partitioner*), and how evenly the work spreads (the *load
+//! imbalance*, `(max − mean) / mean` of the workers' loads).
+//!
+//! | partitioner | a key's state lives on | balance under skew | use it when |
+//! |---|---|---|---|
+//! | [`KeyGrouping`] | one worker | poor: a hot key overloads its worker | the operator cannot merge, or keys are uniform |
+//! | [`ShuffleGrouping`] | every worker | perfect | the state merges and per-key state is cheap |
+//! | [`PartialKeyGrouping`] | at most two workers | near perfect while no key exceeds `2/n` of the stream | skewed keys, mergeable state |
+//! | [`DChoices`] | at most `d` workers | near perfect while no key exceeds `d/n` | heavier skew |
+//!
+//! # Balls into bins
+//!
+//! Throw `m` balls into `n` bins, each into a random bin: the fullest bin holds about
+//! `m/n + √(2·(m/n)·ln n)` balls, a gap above the mean that grows with `√m`. Let each ball
+//! pick two random bins and go to the emptier one, and the gap drops to about
+//! `ln ln n / ln 2`, independent of `m` (Azar, Broder, Karlin and Upfal): the *power of two
+//! choices*. For `m = 10^6` balls into `n = 100` bins that is a gap of about 300 with one
+//! choice and 2 to 3 with two (`tests/accuracy.rs` measures both).
+//!
+//! Partial key grouping (Nasir et al., ICDE 2015) applies this to keys: each key has two
+//! candidate workers from its hash, and each *item* goes to whichever of the two the sender
+//! has loaded less, judged from the sender's own counts (no coordination between senders).
+//! A hot key is then split over two workers, so the state of a key lives in up to two
+//! places and must be **merged** to answer for the key: exactly what the mergeable state of
+//! this crate provides. When one key is more than `2/n` of the stream two workers cannot
+//! carry it, and [`DChoices`] gives the hot keys `d` candidates instead.
+//!
+//! # The partitioned runner
+//!
+//! [`Partitioned`] holds one instance per worker, made by
+//! [`empty_part`](crate::core::Mergeable::empty_part) so that randomized operators draw
+//! independent random numbers, routes each item to its worker's instance, and merges the
+//! instances on demand. With the `rayon` feature, [`Partitioned::par_observe`] routes a
+//! slice with one sender per thread and lets the instances observe in parallel. For the
+//! deterministic synopses the merged state is exactly that of one sequential pass, whatever
+//! the partitioner and the number of workers (`tests/laws.rs` checks 1, 2, 4 and 8); for the
+//! samplers it is distributed as one.
+//!
+//! # When not to use it
+//!
+//! * The stream fits one core: a single instance avoids the routing and the merge.
+//! * The operator's state does not merge: only key grouping is correct, and skew will show.
+//! * The work per item is tiny next to routing it (a hash and a move): partitioning costs
+//!   more than it saves; observe contiguous chunks instead
+//!   ([`OperatorExt::par_observe`](crate::core::OperatorExt::par_observe)).
+//!
+//! # References
+//!
+//! * Y. Azar, A. Z. Broder, A. R. Karlin, E. Upfal. *Balanced allocations.* SIAM J. Comput.
+//!   29(1), 1999.
+//! * M. A. U. Nasir, G. De Francisci Morales, D. García-Soriano, N. Kourtellis, M. Serafini.
+//!   *The power of both choices: practical load balancing for distributed stream processing
+//!   engines.* ICDE 2015.
+//! * M. A. U. Nasir et al. *When two choices are not enough: balancing at scale in
+//!   distributed stream processing.* ICDE 2016.
+//! * M. Raab, A. Steger. *"Balls into bins" — a simple and tight analysis.* RANDOM 1998.
+
+mod partitioned;
+mod partitioner;
+
+pub use partitioned::Partitioned;
+pub use partitioner::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner, ROUTING_SEED, ShuffleGrouping};

@@ -1,0 +1,210 @@
+//! The partitioned runner: N instances of an operator behind a partitioner. The teaching
+//! text is in the [family docs](super).
+
+use super::partitioner::Partitioner;
+use crate::core::{MergeError, Mergeable, Operator};
+use crate::hash::Hashable;
+
+/// `N` instances of a mergeable operator, one per worker of a [`Partitioner`]: items are
+/// routed to their worker's instance, the instances observe in parallel (with the `rayon`
+/// feature), and [`merged`](Self::merged) combines them. For the deterministic synopses the
+/// merged state is exactly that of one sequential pass over the whole stream, whatever the
+/// partitioner and the number of workers; for the samplers it is distributed as one (each
+/// part draws from its own random stream, [`Mergeable::empty_part`]).
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::stream::{PartialKeyGrouping, Partitioned};
+///
+/// let mut parts = Partitioned::new(&HyperLogLog::new(12)?, PartialKeyGrouping::new(4)?);
+/// for i in 0..100_000_u64 {
+///     parts.observe(i % 30_000);
+/// }
+/// let mut sequential = HyperLogLog::new(12)?;
+/// (0..100_000_u64).for_each(|i| sequential.observe(i % 30_000));
+/// assert_eq!(parts.merged()?, sequential);
+/// # Ok::<(), synopses::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Partitioned<O, P> {
+    parts: Vec<O>,
+    partitioner: P,
+}
+
+impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
+    /// One empty instance per worker of `partitioner`, part `i` made by
+    /// [`empty_part(i)`](Mergeable::empty_part) of `proto` (its configuration, not its state).
+    ///
+    /// ```
+    /// use synopses::frequency::CountMin;
+    /// use synopses::stream::{KeyGrouping, Partitioned};
+    ///
+    /// let parts = Partitioned::new(&CountMin::new(1024, 4)?, KeyGrouping::new(8)?);
+    /// assert_eq!(parts.parts().len(), 8);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn new(proto: &O, partitioner: P) -> Self {
+        let parts = (0..partitioner.workers()).map(|i| proto.empty_part(i as u64)).collect();
+        Self { parts, partitioner }
+    }
+
+    /// Routes one item to its worker's instance.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::stream::{KeyGrouping, Partitioned, Partitioner};
+    ///
+    /// let mut parts = Partitioned::new(&HyperLogLog::new(10)?, KeyGrouping::new(2)?);
+    /// parts.observe("a");
+    /// assert_eq!(parts.partitioner().loads().iter().sum::<u64>(), 1);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe<T: Hashable>(&mut self, item: T)
+    where
+        O: Operator<T>,
+    {
+        let worker = self.partitioner.route(&item);
+        if let Some(part) = self.parts.get_mut(worker) {
+            part.observe(item);
+        }
+    }
+
+    /// Routes every item of a slice, then has each instance observe its items in one batch
+    /// (its `observe_all`), in slice order. The same state as [`observe`](Self::observe) item
+    /// by item.
+    ///
+    /// ```
+    /// use synopses::membership::CountingBloom;
+    /// use synopses::stream::{Partitioned, ShuffleGrouping};
+    ///
+    /// let items: Vec<u64> = (0..10_000).collect();
+    /// let mut parts = Partitioned::new(&CountingBloom::new(50_000, 4)?, ShuffleGrouping::new(3)?);
+    /// parts.observe_slice(&items);
+    /// assert!(items.iter().all(|x| parts.merged().is_ok_and(|f| f.contains(x))));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_slice<T: Hashable>(&mut self, items: &[T])
+    where
+        O: for<'a> Operator<&'a T>,
+    {
+        let lists = route(&mut self.partitioner, items);
+        for (part, list) in self.parts.iter_mut().zip(&lists) {
+            part.observe_all(list.iter().filter_map(|&i| items.get(i as usize)));
+        }
+    }
+
+    /// Observes a slice on rayon's thread pool: one sender per thread routes a contiguous
+    /// share of the slice with its own [`sender`](Partitioner::sender) copy of the
+    /// partitioner (its local view of the loads, starting from zero, as every sender has in a
+    /// real system), then every instance observes, in parallel, its items from each sender in
+    /// slice order. The senders' loads are added to this partitioner's. Needs the `rayon`
+    /// feature.
+    ///
+    /// The merged state of the deterministic synopses is that of a sequential pass, whatever
+    /// the number of threads; which worker a load-aware partitioner picks depends on how many
+    /// senders there were.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::stream::{KeyGrouping, Partitioned};
+    ///
+    /// let items: Vec<u64> = (0..1_000_000).collect();
+    /// let mut parts = Partitioned::new(&HyperLogLog::new(14)?, KeyGrouping::new(4)?);
+    /// parts.par_observe(&items);
+    /// let mut sequential = HyperLogLog::new(14)?;
+    /// sequential.observe_all(&items);
+    /// assert_eq!(parts.merged()?, sequential);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    #[cfg(feature = "rayon")]
+    pub fn par_observe<T: Hashable + Sync>(&mut self, items: &[T])
+    where
+        O: for<'a> Operator<&'a T> + Send,
+        P: Send + Sync,
+    {
+        use rayon::prelude::*;
+        let senders = rayon::current_num_threads().max(1);
+        let share = items.len().div_ceil(senders).max(1);
+        let proto = self.partitioner.sender();
+        // Each sender: its loads, its share of the slice, and its items' indexes per worker.
+        type Routed<'a, P, T> = (P, &'a [T], Vec<Vec<u32>>);
+        let routed: Vec<Routed<'_, P, T>> = items
+            .par_chunks(share)
+            .map(|chunk| {
+                let mut sender = proto.clone();
+                let lists = route(&mut sender, chunk);
+                (sender, chunk, lists)
+            })
+            .collect();
+        self.parts.par_iter_mut().enumerate().for_each(|(worker, part)| {
+            for (_, chunk, lists) in &routed {
+                if let Some(list) = lists.get(worker) {
+                    part.observe_all(list.iter().filter_map(|&i| chunk.get(i as usize)));
+                }
+            }
+        });
+        for (sender, _, _) in &routed {
+            self.partitioner.absorb(sender);
+        }
+    }
+
+    /// The instances merged into one: the answer of the whole stream.
+    ///
+    /// ```
+    /// use synopses::frequency::CountMin;
+    /// use synopses::stream::{KeyGrouping, Partitioned};
+    ///
+    /// let mut parts = Partitioned::new(&CountMin::new(1024, 4)?, KeyGrouping::new(4)?);
+    /// (0..1000_u64).for_each(|i| parts.observe(i % 10));
+    /// assert_eq!(parts.merged()?.estimate(3_u64), 100);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn merged(&self) -> Result<O, MergeError> {
+        // A partitioner has at least one worker (its constructors check it).
+        let (first, rest) = self.parts.split_first().ok_or_else(|| MergeError::new("workers", 0, "at least 1"))?;
+        let mut out = first.empty_like();
+        out.merge(first)?;
+        out.merge_all(rest)?;
+        Ok(out)
+    }
+
+    /// The instances, one per worker.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::stream::{KeyGrouping, Partitioned};
+    ///
+    /// let parts = Partitioned::new(&HyperLogLog::new(10)?, KeyGrouping::new(2)?);
+    /// assert!(parts.parts().iter().all(|p| p.estimate() == 0.0));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn parts(&self) -> &[O] {
+        &self.parts
+    }
+
+    /// The partitioner, with the loads it routed.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::stream::{Partitioned, Partitioner, ShuffleGrouping};
+    ///
+    /// let mut parts = Partitioned::new(&HyperLogLog::new(10)?, ShuffleGrouping::new(2)?);
+    /// (0..10_u64).for_each(|i| parts.observe(i));
+    /// assert_eq!(parts.partitioner().loads(), &[5, 5]);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn partitioner(&self) -> &P {
+        &self.partitioner
+    }
+}
+
+/// The indexes of `items` routed to each worker, in order.
+fn route<T: Hashable, P: Partitioner>(partitioner: &mut P, items: &[T]) -> Vec<Vec<u32>> {
+    let mut lists = vec![Vec::new(); partitioner.workers()];
+    for (i, item) in items.iter().enumerate() {
+        if let Some(list) = lists.get_mut(partitioner.route(item)) {
+            list.push(i as u32);
+        }
+    }
+    lists
+}

@@ -1,0 +1,363 @@
+//! Partitioners: which worker each item goes to. The teaching text is in the
+//! [family docs](super).
+
+use crate::core::ConfigError;
+use crate::hash::{DEFAULT_SEED, Hashable, derived_index};
+
+/// The seed of the routing hash: distinct from the sketches' default seed, so the worker an
+/// item goes to says nothing about where it lands in the sketch it goes into.
+pub const ROUTING_SEED: u64 = DEFAULT_SEED ^ 0xA5A5_A5A5_A5A5_A5A5;
+
+/// The most workers a partitioner routes to.
+const MAX_WORKERS: usize = 1 << 16;
+
+/// The most choices a [`DChoices`] partitioner weighs.
+const MAX_CHOICES: usize = 64;
+
+/// Routes the items of a stream to `workers` parallel instances, and counts how many each
+/// received.
+///
+/// A partitioner is one *sender's* view: a load-aware partitioner decides from the loads it
+/// has sent itself (as in Nasir et al., where every source keeps local counts). The
+/// partitioned runner clones one per sending thread.
+///
+/// ```
+/// use synopses::stream::{KeyGrouping, Partitioner};
+///
+/// let mut p = KeyGrouping::new(4)?;
+/// let worker = p.route(&"user-17");
+/// assert_eq!(p.route(&"user-17"), worker); // a key always goes to the same worker
+/// assert_eq!(p.loads().iter().sum::<u64>(), 2);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+pub trait Partitioner: Clone {
+    /// The number of workers, `n`.
+    fn workers(&self) -> usize;
+
+    /// The worker of an item given by its routing hash (of its key, hashed with
+    /// [`ROUTING_SEED`]), counting it in that worker's load.
+    fn route_hash(&mut self, hash: u64) -> usize;
+
+    /// Items routed to each worker so far (by this sender, plus any loads absorbed).
+    fn loads(&self) -> &[u64];
+
+    /// Adds another sender's loads to these (for reporting; it does not change how this
+    /// sender routes unless it is load-aware).
+    fn absorb(&mut self, other: &Self);
+
+    /// A new sender of the same configuration, with no loads: what each sending thread of
+    /// [`Partitioned::par_observe`](super::Partitioned::par_observe) routes with.
+    fn sender(&self) -> Self;
+
+    /// The worker of an item: its routing hash, then [`route_hash`](Self::route_hash).
+    #[inline]
+    fn route<T: Hashable + ?Sized>(&mut self, item: &T) -> usize {
+        self.route_hash(item.hash64(ROUTING_SEED))
+    }
+
+    /// The load imbalance `(max − mean) / mean` of the workers' loads: 0 when perfectly
+    /// balanced, `n − 1` when one worker has everything (0 before any item).
+    ///
+    /// ```
+    /// use synopses::stream::{Partitioner, ShuffleGrouping};
+    ///
+    /// let mut p = ShuffleGrouping::new(4)?;
+    /// (0..1000_u64).for_each(|x| drop(p.route(&x)));
+    /// assert_eq!(p.imbalance(), 0.0);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn imbalance(&self) -> f64 {
+        let loads = self.loads();
+        let total: u64 = loads.iter().sum();
+        if total == 0 || loads.is_empty() {
+            return 0.0;
+        }
+        let mean = total as f64 / loads.len() as f64;
+        let max = loads.iter().copied().max().unwrap_or(0) as f64;
+        (max - mean) / mean
+    }
+}
+
+fn check_workers(workers: usize) -> Result<(), ConfigError> {
+    if (1..=MAX_WORKERS).contains(&workers) {
+        Ok(())
+    } else {
+        Err(ConfigError::new("workers", workers, "an integer in 1..=65536"))
+    }
+}
+
+/// Candidate worker `i` of a routing hash: [`derived_index`] `i` onto `0..workers`.
+#[inline]
+fn candidate(hash: u64, i: usize, workers: usize) -> usize {
+    derived_index(hash, i, workers as u64)
+}
+
+/// Key grouping: every item of a key goes to one worker, chosen by the key's hash. Each key's
+/// state lives in one place, but a heavy key overloads its worker.
+///
+/// ```
+/// use synopses::stream::{KeyGrouping, Partitioner};
+///
+/// let mut p = KeyGrouping::new(8)?;
+/// assert!(p.route(&42_u64) < 8);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyGrouping {
+    loads: Vec<u64>,
+}
+
+impl KeyGrouping {
+    /// Key grouping over `workers` workers (`1..=65536`).
+    ///
+    /// ```
+    /// # use synopses::stream::KeyGrouping;
+    /// assert!(KeyGrouping::new(0).is_err());
+    /// ```
+    pub fn new(workers: usize) -> Result<Self, ConfigError> {
+        check_workers(workers)?;
+        Ok(Self { loads: vec![0; workers] })
+    }
+}
+
+impl Partitioner for KeyGrouping {
+    fn workers(&self) -> usize {
+        self.loads.len()
+    }
+
+    #[inline]
+    fn route_hash(&mut self, hash: u64) -> usize {
+        let worker = candidate(hash, 0, self.loads.len());
+        if let Some(load) = self.loads.get_mut(worker) {
+            *load += 1;
+        }
+        worker
+    }
+
+    fn loads(&self) -> &[u64] {
+        &self.loads
+    }
+
+    fn absorb(&mut self, other: &Self) {
+        self.loads.iter_mut().zip(&other.loads).for_each(|(a, b)| *a += b);
+    }
+
+    fn sender(&self) -> Self {
+        Self { loads: vec![0; self.loads.len()] }
+    }
+}
+
+/// Shuffle grouping: items go to the workers in turn, whatever their key. Perfect balance,
+/// but every key's state is spread over every worker.
+///
+/// ```
+/// use synopses::stream::{Partitioner, ShuffleGrouping};
+///
+/// let mut p = ShuffleGrouping::new(3)?;
+/// assert_eq!([p.route(&"a"), p.route(&"a"), p.route(&"a"), p.route(&"a")], [0, 1, 2, 0]);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShuffleGrouping {
+    loads: Vec<u64>,
+    next: usize,
+}
+
+impl ShuffleGrouping {
+    /// Shuffle grouping over `workers` workers (`1..=65536`).
+    ///
+    /// ```
+    /// # use synopses::stream::ShuffleGrouping;
+    /// assert!(ShuffleGrouping::new(70_000).is_err());
+    /// ```
+    pub fn new(workers: usize) -> Result<Self, ConfigError> {
+        check_workers(workers)?;
+        Ok(Self { loads: vec![0; workers], next: 0 })
+    }
+}
+
+impl Partitioner for ShuffleGrouping {
+    fn workers(&self) -> usize {
+        self.loads.len()
+    }
+
+    #[inline]
+    fn route_hash(&mut self, _: u64) -> usize {
+        let worker = self.next;
+        self.next = if worker + 1 == self.loads.len() { 0 } else { worker + 1 };
+        if let Some(load) = self.loads.get_mut(worker) {
+            *load += 1;
+        }
+        worker
+    }
+
+    fn loads(&self) -> &[u64] {
+        &self.loads
+    }
+
+    fn absorb(&mut self, other: &Self) {
+        self.loads.iter_mut().zip(&other.loads).for_each(|(a, b)| *a += b);
+    }
+
+    fn sender(&self) -> Self {
+        Self { loads: vec![0; self.loads.len()], next: 0 }
+    }
+}
+
+/// Partial key grouping (Nasir et al., ICDE 2015): each key has two candidate workers from
+/// its hash, and each item goes to the one this sender has loaded less. The power of two
+/// choices balances skewed keys almost perfectly, and a key's state lives on at most two
+/// workers, to be merged: which is why it needs mergeable state.
+///
+/// ```
+/// use synopses::stream::{KeyGrouping, PartialKeyGrouping, Partitioner};
+///
+/// let mut two = PartialKeyGrouping::new(4)?;
+/// let mut one = KeyGrouping::new(4)?;
+/// for _ in 0..1000 {
+///     two.route(&"hot key");
+///     one.route(&"hot key");
+/// }
+/// assert_eq!(one.imbalance(), 3.0); // everything on one worker
+/// assert!(two.imbalance() <= 1.0 + 1e-9); // split over its two choices
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartialKeyGrouping {
+    loads: Vec<u64>,
+}
+
+impl PartialKeyGrouping {
+    /// Partial key grouping over `workers` workers (`1..=65536`).
+    ///
+    /// ```
+    /// # use synopses::stream::PartialKeyGrouping;
+    /// assert!(PartialKeyGrouping::new(0).is_err());
+    /// ```
+    pub fn new(workers: usize) -> Result<Self, ConfigError> {
+        check_workers(workers)?;
+        Ok(Self { loads: vec![0; workers] })
+    }
+}
+
+impl Partitioner for PartialKeyGrouping {
+    fn workers(&self) -> usize {
+        self.loads.len()
+    }
+
+    #[inline]
+    fn route_hash(&mut self, hash: u64) -> usize {
+        let n = self.loads.len();
+        let (a, b) = (candidate(hash, 0, n), candidate(hash, 1, n));
+        let load = |w: usize| self.loads.get(w).copied().unwrap_or(u64::MAX);
+        let worker = if load(b) < load(a) { b } else { a };
+        if let Some(l) = self.loads.get_mut(worker) {
+            *l += 1;
+        }
+        worker
+    }
+
+    fn loads(&self) -> &[u64] {
+        &self.loads
+    }
+
+    fn absorb(&mut self, other: &Self) {
+        self.loads.iter_mut().zip(&other.loads).for_each(|(a, b)| *a += b);
+    }
+
+    fn sender(&self) -> Self {
+        Self { loads: vec![0; self.loads.len()] }
+    }
+}
+
+/// `d` choices: each key has `d` distinct candidate workers and each item goes to the least loaded,
+/// for skew so heavy that two workers cannot carry the hottest key (a key above `2/n` of the
+/// stream). A key's state lives on up to `d` workers. With `d = n` it is shuffle grouping
+/// by least load.
+///
+/// ```
+/// use synopses::stream::{DChoices, Partitioner};
+///
+/// let mut p = DChoices::new(8, 4)?;
+/// for _ in 0..8000 {
+///     p.route(&"hot key");
+/// }
+/// assert!(p.loads().iter().filter(|&&l| l > 0).count() >= 3); // spread over its choices
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DChoices {
+    loads: Vec<u64>,
+    choices: usize,
+}
+
+impl DChoices {
+    /// `choices` choices (`1..=64`) over `workers` workers (`1..=65536`).
+    ///
+    /// ```
+    /// # use synopses::stream::DChoices;
+    /// assert!(DChoices::new(8, 0).is_err() && DChoices::new(8, 65).is_err());
+    /// ```
+    pub fn new(workers: usize, choices: usize) -> Result<Self, ConfigError> {
+        check_workers(workers)?;
+        if !(1..=MAX_CHOICES).contains(&choices) {
+            return Err(ConfigError::new("choices", choices, "an integer in 1..=64"));
+        }
+        Ok(Self { loads: vec![0; workers], choices })
+    }
+
+    /// The number of choices, `d`.
+    ///
+    /// ```
+    /// # use synopses::stream::DChoices;
+    /// assert_eq!(DChoices::new(8, 3)?.choices(), 3);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn choices(&self) -> usize {
+        self.choices
+    }
+}
+
+impl Partitioner for DChoices {
+    fn workers(&self) -> usize {
+        self.loads.len()
+    }
+
+    #[inline]
+    fn route_hash(&mut self, hash: u64) -> usize {
+        let n = self.loads.len();
+        let load = |w: usize| self.loads.get(w).copied().unwrap_or(u64::MAX);
+        // The first `d` distinct candidates (of at most 64 tries): with repeats a hot key would
+        // get fewer workers than it was promised (7 draws among 10 workers give 5.2 distinct).
+        let mut chosen = [usize::MAX; MAX_CHOICES];
+        let mut count = 0;
+        for i in 0..MAX_CHOICES {
+            if count == self.choices.min(n) {
+                break;
+            }
+            let w = candidate(hash, i, n);
+            if !chosen[..count].contains(&w) {
+                chosen[count] = w;
+                count += 1;
+            }
+        }
+        let worker =
+            chosen[..count].iter().copied().fold(chosen[0], |best, w| if load(w) < load(best) { w } else { best });
+        if let Some(l) = self.loads.get_mut(worker) {
+            *l += 1;
+        }
+        worker
+    }
+
+    fn loads(&self) -> &[u64] {
+        &self.loads
+    }
+
+    fn absorb(&mut self, other: &Self) {
+        self.loads.iter_mut().zip(&other.loads).for_each(|(a, b)| *a += b);
+    }
+
+    fn sender(&self) -> Self {
+        Self { loads: vec![0; self.loads.len()], choices: self.choices }
+    }
+}
