@@ -102,7 +102,8 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     ///
     /// The merged state of the deterministic synopses is that of a sequential pass, whatever
     /// the number of threads; which worker a load-aware partitioner picks depends on how many
-    /// senders there were.
+    /// senders there were. An [`oblivious`](Partitioner::oblivious) partitioner (shuffle
+    /// grouping) gets one contiguous block per worker instead, with no routing.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
@@ -123,6 +124,24 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
         P: Send + Sync,
     {
         use rayon::prelude::*;
+        if self.partitioner.oblivious() {
+            // Shuffle grouping: one contiguous block per worker, sized as a round robin would
+            // fill them, and no routing at all.
+            let workers = self.parts.len().max(1);
+            let (size, extra) = (items.len() / workers, items.len() % workers);
+            let mut blocks = Vec::with_capacity(workers);
+            let mut rest = items;
+            for worker in 0..workers {
+                let (block, tail) = rest.split_at((size + usize::from(worker < extra)).min(rest.len()));
+                blocks.push(block);
+                rest = tail;
+            }
+            self.parts.par_iter_mut().zip(&blocks).for_each(|(part, block)| part.observe_all(block.iter()));
+            for (worker, block) in blocks.iter().enumerate() {
+                self.partitioner.add_load(worker, block.len() as u64);
+            }
+            return;
+        }
         let senders = rayon::current_num_threads().max(1);
         let share = items.len().div_ceil(senders).max(1);
         let proto = self.partitioner.sender();
@@ -200,7 +219,9 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
 
 /// The indexes of `items` routed to each worker, in order.
 fn route<T: Hashable, P: Partitioner>(partitioner: &mut P, items: &[T]) -> Vec<Vec<u32>> {
-    let mut lists = vec![Vec::new(); partitioner.workers()];
+    let workers = partitioner.workers().max(1);
+    // Room for an even share, so that balanced routing never reallocates.
+    let mut lists = vec![Vec::with_capacity(items.len() / workers + 64); workers];
     for (i, item) in items.iter().enumerate() {
         if let Some(list) = lists.get_mut(partitioner.route(item)) {
             list.push(i as u32);

@@ -49,6 +49,23 @@ pub trait Partitioner: Clone {
     /// [`Partitioned::par_observe`](super::Partitioned::par_observe) routes with.
     fn sender(&self) -> Self;
 
+    /// Whether the worker of an item depends on nothing but its position, so that a slice can
+    /// be split into one contiguous block per worker instead of being routed item by item
+    /// (shuffle grouping). `false` unless a partitioner says otherwise.
+    ///
+    /// ```
+    /// use synopses::stream::{KeyGrouping, Partitioner, ShuffleGrouping};
+    /// assert!(ShuffleGrouping::new(4)?.oblivious() && !KeyGrouping::new(4)?.oblivious());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn oblivious(&self) -> bool {
+        false
+    }
+
+    /// Counts `items` routed to `worker` without routing them (for [`oblivious`](Self::oblivious)
+    /// partitioners, which place blocks themselves).
+    fn add_load(&mut self, worker: usize, items: u64);
+
     /// The worker of an item: its routing hash, then [`route_hash`](Self::route_hash).
     #[inline]
     fn route<T: Hashable + ?Sized>(&mut self, item: &T) -> usize {
@@ -145,6 +162,12 @@ impl Partitioner for KeyGrouping {
     fn sender(&self) -> Self {
         Self { loads: vec![0; self.loads.len()] }
     }
+
+    fn add_load(&mut self, worker: usize, items: u64) {
+        if let Some(load) = self.loads.get_mut(worker) {
+            *load += items;
+        }
+    }
 }
 
 /// Shuffle grouping: items go to the workers in turn, whatever their key. Perfect balance,
@@ -201,6 +224,17 @@ impl Partitioner for ShuffleGrouping {
 
     fn sender(&self) -> Self {
         Self { loads: vec![0; self.loads.len()], next: 0 }
+    }
+
+    /// Shuffle grouping balances by position only: a slice may go to the workers in blocks.
+    fn oblivious(&self) -> bool {
+        true
+    }
+
+    fn add_load(&mut self, worker: usize, items: u64) {
+        if let Some(load) = self.loads.get_mut(worker) {
+            *load += items;
+        }
     }
 }
 
@@ -267,6 +301,12 @@ impl Partitioner for PartialKeyGrouping {
 
     fn sender(&self) -> Self {
         Self { loads: vec![0; self.loads.len()] }
+    }
+
+    fn add_load(&mut self, worker: usize, items: u64) {
+        if let Some(load) = self.loads.get_mut(worker) {
+            *load += items;
+        }
     }
 }
 
@@ -359,5 +399,11 @@ impl Partitioner for DChoices {
 
     fn sender(&self) -> Self {
         Self { loads: vec![0; self.loads.len()], choices: self.choices }
+    }
+
+    fn add_load(&mut self, worker: usize, items: u64) {
+        if let Some(load) = self.loads.get_mut(worker) {
+            *load += items;
+        }
     }
 }
