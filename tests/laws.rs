@@ -941,3 +941,26 @@ mod partitioned {
         }
     }
 }
+
+/// A load shedder in front of each partition: parts shed and observe apart, and the merged
+/// shedder holds what one shedder in front of one sketch would (the key-hash policy decides
+/// by key, so partitioning changes nothing).
+#[test]
+fn partitions_behind_load_shedders_equal_one_pass() -> Result<(), Box<dyn std::error::Error>> {
+    use synopses::shedding::{FixedRate, KeyHashDrop, LoadShedder, Unweighted};
+    use synopses::stream::{PartialKeyGrouping, Partitioned};
+    let proto = LoadShedder::new(Unweighted(HyperLogLog::new(12)?), KeyHashDrop::new(), FixedRate::new(0.3)?);
+    let items: Vec<u64> = (0..200_000).map(|i| i % 50_000).collect();
+    let mut whole = proto.empty_like();
+    items.iter().for_each(|&x| {
+        whole.offer(x);
+    });
+    for workers in [1, 2, 4, 8] {
+        let mut parts = Partitioned::new(&proto, PartialKeyGrouping::new(workers)?);
+        parts.observe_slice(&items);
+        let merged = parts.merged()?;
+        assert_eq!(merged.inner(), whole.inner(), "{workers} workers");
+        assert_eq!(merged.stats(), whole.stats(), "{workers} workers");
+    }
+    Ok(())
+}
