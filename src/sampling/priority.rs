@@ -149,6 +149,13 @@ impl<T> PrioritySample<T> {
     /// The estimated total weight of the items that satisfy `predicate`, with the unbiased
     /// estimate of its variance `Σ τ·max(0, τ − w_i)` over the sampled items of the subset.
     ///
+    /// Both are unbiased at any size, but the normal interval
+    /// ([`Estimate::bounds`]) needs a fair number of the subset's items in the sample: with
+    /// few of them (a rare subset, a small `k`) the estimate is skewed, usually low, and the
+    /// interval covers the truth less often than it says (`notebooks/sampling.ipynb`
+    /// measures 89 % for a nominal 95.5 % with a third of the items at `k = 10`, 95 % from
+    /// `k = 100`).
+    ///
     /// ```
     /// # use synopses::sampling::PrioritySample;
     /// # use synopses::core::Weight;
