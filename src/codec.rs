@@ -85,6 +85,76 @@ pub(crate) enum Family {
     PrioritySample = 9,
 }
 
+/// A synopsis with an encoding in this format: what generic code (such as
+/// [`stream::timely`](crate::stream)) needs to ship any synopsis between processes. Every
+/// synopsis implements it through its own `to_bytes` and `from_bytes`.
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::codec::Encode;
+///
+/// fn ship<S: Encode>(s: &S) -> Result<S, synopses::DecodeError> {
+///     S::decode_bytes(&s.encode_bytes())
+/// }
+/// let mut hll = HyperLogLog::new(12)?;
+/// hll.observe("a");
+/// assert_eq!(ship(&hll)?, hll);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait Encode: Sized {
+    /// The encoding (the type's `to_bytes`).
+    fn encode_bytes(&self) -> Vec<u8>;
+
+    /// Decodes and validates an encoding (the type's `from_bytes`).
+    fn decode_bytes(bytes: &[u8]) -> Result<Self, DecodeError>;
+}
+
+macro_rules! encode_via_bytes {
+    ($($ty:ty),*) => {$(
+        impl Encode for $ty {
+            fn encode_bytes(&self) -> Vec<u8> {
+                self.to_bytes()
+            }
+
+            fn decode_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+                Self::from_bytes(bytes)
+            }
+        }
+    )*};
+}
+encode_via_bytes!(
+    crate::cardinality::HyperLogLog,
+    crate::cardinality::FlajoletMartin,
+    crate::frequency::CountMin,
+    crate::membership::Bloom,
+    crate::membership::CountingBloom
+);
+
+impl<T: Item + crate::hash::Hashable + Clone + Eq> Encode for crate::frequency::HeavyHitters<T> {
+    fn encode_bytes(&self) -> Vec<u8> {
+        self.to_bytes()
+    }
+
+    fn decode_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Self::from_bytes(bytes)
+    }
+}
+
+macro_rules! encode_sampler {
+    ($($ty:ident),*) => {$(
+        impl<T: Item> Encode for crate::sampling::$ty<T> {
+            fn encode_bytes(&self) -> Vec<u8> {
+                self.to_bytes()
+            }
+
+            fn decode_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+                Self::from_bytes(bytes)
+            }
+        }
+    )*};
+}
+encode_sampler!(Reservoir, WeightedReservoir, PrioritySample);
+
 /// An item that a synopsis which keeps items (such as
 /// [`HeavyHitters`](crate::frequency::HeavyHitters)) can store in its encoding: a canonical,
 /// portable byte form. Implemented for the integer and floating-point types (little-endian),

@@ -63,6 +63,8 @@
 
 mod partitioned;
 mod partitioner;
+#[cfg(feature = "timely")]
+pub mod timely;
 
 pub use partitioned::Partitioned;
 pub use partitioner::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner, ROUTING_SEED, ShuffleGrouping};
