@@ -42,6 +42,17 @@
 //! the partitioner and the number of workers (`tests/laws.rs` checks 1, 2, 4 and 8); for the
 //! samplers it is distributed as one.
 //!
+//! # Several processes or machines: timely dataflow
+//!
+//! With the `timely` feature, `stream::timely::partitioned` runs the same partitioned
+//! synopsis over the workers of a [timely dataflow](https://docs.rs/timely) computation:
+//! items are exchanged between workers by the partitioner (each sending worker routes with
+//! its own loads, as partial key grouping intends), each worker observes its items into its
+//! part, and the parts travel as their [encodings](crate::codec::Encode) to worker 0 and
+//! merge. Threads, processes and machines are timely's `-w`, `-n`, `-p` and `-h` flags
+//! (`examples/timely.rs`); `tests/timely.rs` checks that two threads and two processes on
+//! 127.0.0.1 give exactly the sequential sketch.
+//!
 //! # When not to use it
 //!
 //! * The stream fits one core: a single instance avoids the routing and the merge.
