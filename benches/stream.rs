@@ -41,7 +41,7 @@ fn items() -> &'static [u64] {
 
 fn partitioned_case<O, P>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, proto: &O, partitioner: P)
 where
-    O: Mergeable + for<'a> Operator<&'a u64> + Send + Sync,
+    O: Mergeable + Clone + for<'a> Operator<&'a u64> + Send + Sync,
     P: Partitioner + Send + Sync,
 {
     let items = items();

@@ -57,6 +57,9 @@ pub struct CountMin {
     depth: u32,
     seed: u64,
     update: Update,
+    /// Rows indexed by double hashing, as sketches encoded before version 0.1 of this crate
+    /// were (`Columns`): decoded, they keep working, and merge only with their like.
+    double_hashed: bool,
     total: u64,
     /// Row-major: row `r` is `counters[r * width..(r + 1) * width]`.
     counters: Box<[u64]>,
@@ -142,7 +145,7 @@ impl CountMin {
             return Err(ConfigError::new("width", width, "at most 2^27 counters in all (width × depth)"));
         }
         let counters = vec![0; width as usize * depth as usize].into_boxed_slice();
-        Ok(Self { width, depth, seed, update, total: 0, counters })
+        Ok(Self { width, depth, seed, update, double_hashed: false, total: 0, counters })
     }
 
     /// Counters per row.
@@ -272,7 +275,7 @@ impl CountMin {
         // counter store could alias them and they are reloaded per item (measured 4.9 vs
         // 2.6 ns per item at 4096 × 5). Counts add one at a time, so the total overflows
         // before any counter could.
-        let (seed, width, depth) = (self.seed, self.width, self.depth);
+        let (seed, width, depth, legacy) = (self.seed, self.width, self.depth, self.double_hashed);
         let counters = &mut self.counters[..];
         let mut total = self.total;
         let mut items = items.into_iter();
@@ -287,7 +290,7 @@ impl CountMin {
                         return;
                     }
                     total += 1;
-                    add_to_cells::<$depth>(counters, item.hash64(seed), width, depth, 1);
+                    add_to_cells::<$depth>(counters, item.hash64(seed), width, depth, legacy, 1);
                 }
             };
         }
@@ -339,19 +342,19 @@ impl CountMin {
         self.total = total.unwrap_or(u64::MAX);
         match (self.update, total) {
             (Update::Standard, Some(_)) => {
-                let (width, depth) = (self.width, self.depth);
-                with_const_depth!(depth, add_to_cells(&mut self.counters, hash, width, depth, count));
+                let (width, depth, legacy) = (self.width, self.depth, self.double_hashed);
+                with_const_depth!(depth, add_to_cells(&mut self.counters, hash, width, depth, legacy, count));
             }
             (Update::Standard, None) => {
-                for cell in Cells::new(hash, self.width, self.depth) {
+                for cell in Cells::new(hash, self.width, self.depth, self.double_hashed) {
                     if let Some(c) = self.counters.get_mut(cell) {
                         *c = c.saturating_add(count);
                     }
                 }
             }
             (Update::Conservative, _) => {
-                let (width, depth) = (self.width, self.depth);
-                with_const_depth!(depth, raise_cells(&mut self.counters, hash, width, depth, count));
+                let (width, depth, legacy) = (self.width, self.depth, self.double_hashed);
+                with_const_depth!(depth, raise_cells(&mut self.counters, hash, width, depth, legacy, count));
             }
         }
     }
@@ -386,7 +389,7 @@ impl CountMin {
     /// ```
     #[inline]
     pub fn estimate_hash(&self, hash: u64) -> u64 {
-        with_const_depth!(self.depth, min_of_cells(&self.counters, hash, self.width, self.depth))
+        with_const_depth!(self.depth, min_of_cells(&self.counters, hash, self.width, self.depth, self.double_hashed))
     }
 
     /// An interval for an item's true count that holds with probability at least `1 − δ`:
@@ -452,6 +455,7 @@ impl CountMin {
         MergeError::check("width", self.width, other.width)?;
         MergeError::check("depth", self.depth, other.depth)?;
         MergeError::check("seed", self.seed, other.seed)?;
+        MergeError::check("double-hashed rows (an older encoding)", self.double_hashed, other.double_hashed)?;
         if same_update && self.update != other.update {
             return Err(MergeError::new("update", format!("{:?}", self.update), format!("{:?}", other.update)));
         }
@@ -501,8 +505,10 @@ impl CountMin {
 
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 3.
     ///
-    /// Body: width (u32), depth (u8), update rule (u8: 0 standard, 1 conservative), seed (u64),
-    /// total (u64), then the `width × depth` counters (u64 each), row by row.
+    /// Body: width (u32), depth (u8), update rule (u8: 0 standard, 1 conservative, plus 0x80
+    /// for rows indexed as this version does; without it, the rows are double-hashed as the
+    /// sketches of earlier versions were, and still decode), seed (u64), total (u64), then the
+    /// `width × depth` counters (u64 each), row by row.
     ///
     /// ```
     /// use synopses::frequency::CountMin;
@@ -515,10 +521,11 @@ impl CountMin {
         let mut w = Writer::new(Family::CountMin, 22 + 8 * self.counters.len());
         w.put_u32(self.width);
         w.put_u8(self.depth as u8);
-        w.put_u8(match self.update {
+        let rule = match self.update {
             Update::Standard => 0,
             Update::Conservative => 1,
-        });
+        };
+        w.put_u8(if self.double_hashed { rule } else { rule | INDEPENDENT_ROWS });
         w.put_u64(self.seed);
         w.put_u64(self.total);
         let out = w.put_zeroed(8 * self.counters.len());
@@ -545,7 +552,8 @@ impl CountMin {
         let mut r = Reader::open(bytes, Family::CountMin)?;
         let width = r.u32()?;
         let depth = u32::from(r.u8()?);
-        let update = match r.u8()? {
+        let rule = r.u8()?;
+        let update = match rule & !INDEPENDENT_ROWS {
             0 => Update::Standard,
             1 => Update::Conservative,
             _ => return Err(DecodeError::InvalidField { field: "update", reason: "neither 0 nor 1" }),
@@ -565,6 +573,7 @@ impl CountMin {
         }
         r.finish()?;
         cm.total = total;
+        cm.double_hashed = rule & INDEPENDENT_ROWS == 0;
         for row in cm.counters.chunks_exact(width as usize) {
             let sum: u128 = row.iter().map(|&c| u128::from(c)).sum();
             let consistent = match update {
@@ -584,18 +593,24 @@ impl CountMin {
     }
 }
 
+/// The flag of the update byte that marks this version's row indexing.
+const INDEPENDENT_ROWS: u8 = 0x80;
+
 /// The column of an item's hash in each row: [`derived_index`] `row` of the hash, onto
-/// `0..width` (the rows' indexes are as good as independent; see there why not double hashing).
+/// `0..width` (the rows' indexes are as good as independent; see there why not double
+/// hashing). Sketches decoded from the encodings of earlier versions index by double hashing,
+/// `g_i = h1 + i·h2` over the hash's two 32-bit halves, and keep doing so.
 struct Columns {
     hash: u64,
     row: usize,
     width: u64,
+    double_hashed: bool,
 }
 
 impl Columns {
     #[inline]
-    fn new(hash: u64, width: u32) -> Self {
-        Self { hash, row: 0, width: u64::from(width) }
+    fn new(hash: u64, width: u32, double_hashed: bool) -> Self {
+        Self { hash, row: 0, width: u64::from(width), double_hashed }
     }
 }
 
@@ -604,7 +619,13 @@ impl Iterator for Columns {
 
     #[inline]
     fn next(&mut self) -> Option<usize> {
-        let column = derived_index(self.hash, self.row, self.width);
+        let column = if self.double_hashed {
+            let step = (self.hash >> 32) as u32 | 1;
+            let g = (self.hash as u32).wrapping_add(step.wrapping_mul(self.row as u32));
+            ((u64::from(g) * self.width) >> 32) as usize
+        } else {
+            derived_index(self.hash, self.row, self.width)
+        };
         self.row += 1;
         Some(column)
     }
@@ -634,9 +655,9 @@ use with_const_depth;
 /// did not overflow, and no counter exceeds the total, so none overflows either (a saturating
 /// add measured 1 ns per item slower). `DEPTH` is the depth, or 0 to read `depth`.
 #[inline(always)]
-fn add_to_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, depth: u32, count: u64) {
+fn add_to_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, depth: u32, legacy: bool, count: u64) {
     let depth = if DEPTH == 0 { depth } else { DEPTH };
-    for cell in Cells::new(hash, width, depth) {
+    for cell in Cells::new(hash, width, depth, legacy) {
         if let Some(c) = counters.get_mut(cell) {
             *c = c.wrapping_add(count);
         }
@@ -646,10 +667,10 @@ fn add_to_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, d
 /// Conservative update: raises each of an item's counters to its estimate plus `count`.
 /// `DEPTH` is the depth, or 0 to read `depth`.
 #[inline(always)]
-fn raise_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, depth: u32, count: u64) {
-    let target = min_of_cells::<DEPTH>(counters, hash, width, depth).saturating_add(count);
+fn raise_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, depth: u32, legacy: bool, count: u64) {
+    let target = min_of_cells::<DEPTH>(counters, hash, width, depth, legacy).saturating_add(count);
     let depth = if DEPTH == 0 { depth } else { DEPTH };
-    for cell in Cells::new(hash, width, depth) {
+    for cell in Cells::new(hash, width, depth, legacy) {
         if let Some(c) = counters.get_mut(cell) {
             *c = (*c).max(target);
         }
@@ -658,10 +679,11 @@ fn raise_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, de
 
 /// The smallest of an item's counters. `DEPTH` is the depth, or 0 to read `depth`.
 #[inline(always)]
-fn min_of_cells<const DEPTH: u32>(counters: &[u64], hash: u64, width: u32, depth: u32) -> u64 {
+fn min_of_cells<const DEPTH: u32>(counters: &[u64], hash: u64, width: u32, depth: u32, legacy: bool) -> u64 {
     let depth = if DEPTH == 0 { depth } else { DEPTH };
     // (A sketch has at least one row, so the fold's start value is never the answer.)
-    Cells::new(hash, width, depth).fold(u64::MAX, |min, cell| min.min(counters.get(cell).copied().unwrap_or(u64::MAX)))
+    Cells::new(hash, width, depth, legacy)
+        .fold(u64::MAX, |min, cell| min.min(counters.get(cell).copied().unwrap_or(u64::MAX)))
 }
 
 /// The index in the flat counter table of an item's counter in each row: row `r`'s cell is
@@ -677,8 +699,8 @@ struct Cells {
 
 impl Cells {
     #[inline]
-    fn new(hash: u64, width: u32, depth: u32) -> Self {
-        Self { columns: Columns::new(hash, width), base: 0, width: width as usize, left: depth }
+    fn new(hash: u64, width: u32, depth: u32, double_hashed: bool) -> Self {
+        Self { columns: Columns::new(hash, width, double_hashed), base: 0, width: width as usize, left: depth }
     }
 }
 
@@ -704,6 +726,7 @@ impl fmt::Debug for CountMin {
             .field("depth", &self.depth)
             .field("seed", &self.seed)
             .field("update", &self.update)
+            .field("double_hashed", &self.double_hashed)
             .field("total", &self.total)
             .finish()
     }
@@ -748,7 +771,7 @@ mod tests {
     fn columns_stay_in_range_and_spread() {
         for width in [1_u32, 2, 3, 100, 4096, u32::MAX] {
             for hash in [0_u64, 1, u64::MAX, 0x9E37_79B9_7F4A_7C15] {
-                assert!(Columns::new(hash, width).take(32).all(|c| (c as u64) < u64::from(width)));
+                assert!(Columns::new(hash, width, false).take(32).all(|c| (c as u64) < u64::from(width)));
             }
         }
         // Over many hashes, the columns of one row are close to uniform (chi-square, 15
@@ -759,7 +782,7 @@ mod tests {
         for _ in 0..160_000 {
             x = x.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(0x1405_7B7E_F767_814F);
             let hash = crate::hash::hash_bytes(&x.to_le_bytes(), 0);
-            let column = Columns::new(hash, width).nth(3).unwrap_or(0);
+            let column = Columns::new(hash, width, false).nth(3).unwrap_or(0);
             counts[column] += 1;
         }
         let expected = 10_000.0;

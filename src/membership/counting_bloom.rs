@@ -528,7 +528,8 @@ impl CountingBloom {
 
     /// The Bloom filter of the same items: a bit set wherever a counter is above zero, with
     /// the same size, hashes and seed, so it answers `contains` exactly as this filter does
-    /// in an eighth (or less) of the memory. Use it to ship a read-only copy.
+    /// in a quarter of the memory of 4-bit counters (an eighth of 8-bit, a sixteenth of
+    /// 16-bit). Use it to ship a read-only copy.
     ///
     /// ```
     /// use synopses::membership::{Bloom, CountingBloom};

@@ -204,49 +204,52 @@ impl<T> Reservoir<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
-        let mut items = items.into_iter();
+        self.observe_iter(items.into_iter(), |item| item);
+    }
+
+    /// Observes the items of `items`, making a `T` (`convert`) only of those that enter: the
+    /// skipped ones are passed over with `nth` when the iterator knows its exact length (which
+    /// for slices, ranges and vectors does not look at them), and counted past one by one
+    /// otherwise (`take(skip).count()`: 0.4 ns an item, where a loop of `observe` took 1.3).
+    /// The same draws, at the same items, as [`observe`](Self::observe) one by one.
+    fn observe_iter<U>(&mut self, mut items: impl Iterator<Item = U>, mut convert: impl FnMut(U) -> T) {
         loop {
             if !self.state.sample.is_full() || self.skip == 0 {
                 match items.next() {
-                    Some(item) => self.observe(item),
+                    Some(item) => self.observe(convert(item)),
                     None => return,
                 }
                 continue;
             }
             let (low, high) = items.size_hint();
-            if high != Some(low) {
-                // Unknown length: walk over the skipped items without looking at them (a
-                // loop of `observe` measured 1.3 ns per item, this 0.4 ns).
-                let skip = usize::try_from(self.skip).unwrap_or(usize::MAX);
-                let passed = items.by_ref().take(skip).count() as u64;
-                self.skip -= passed;
-                self.state.seen = self.state.seen.saturating_add(passed);
-                if self.skip > 0 {
+            if high == Some(low) {
+                let left = low as u64;
+                if self.skip >= left {
+                    // Every remaining item is skipped.
+                    self.skip -= left;
+                    self.state.seen = self.state.seen.saturating_add(left);
+                    return;
+                }
+                let skipped = self.skip;
+                let Some(item) = items.nth(skipped as usize) else {
+                    // The length was not what the iterator said: count what it claimed.
+                    self.skip = 0;
+                    self.state.seen = self.state.seen.saturating_add(left);
+                    return;
+                };
+                self.state.seen = self.state.seen.saturating_add(skipped + 1);
+                self.skip = 0;
+                self.enter(convert(item));
+            } else {
+                // (A skip beyond `usize::MAX`, on a 32-bit target, takes several rounds.)
+                let step = usize::try_from(self.skip).unwrap_or(usize::MAX);
+                let passed = items.by_ref().take(step).count();
+                self.skip -= passed as u64;
+                self.state.seen = self.state.seen.saturating_add(passed as u64);
+                if passed < step {
                     return; // the iterator ended first
                 }
-                match items.next() {
-                    Some(item) => self.observe(item),
-                    None => return,
-                }
-                continue;
             }
-            let left = low as u64;
-            if self.skip >= left {
-                // Every remaining item is skipped.
-                self.skip -= left;
-                self.state.seen = self.state.seen.saturating_add(left);
-                return;
-            }
-            let skipped = self.skip;
-            let Some(item) = items.nth(skipped as usize) else {
-                // The length was not what the iterator said: count what it claimed.
-                self.skip = 0;
-                self.state.seen = self.state.seen.saturating_add(left);
-                return;
-            };
-            self.state.seen = self.state.seen.saturating_add(skipped + 1);
-            self.skip = 0;
-            self.enter(item);
         }
     }
 
@@ -265,27 +268,7 @@ impl<T> Reservoir<T> {
     where
         T: Clone,
     {
-        let mut rest = items;
-        while let Some((first, tail)) = rest.split_first() {
-            if !self.state.sample.is_full() || self.skip == 0 {
-                self.observe(first.clone());
-                rest = tail;
-                continue;
-            }
-            let left = rest.len() as u64;
-            if self.skip >= left {
-                self.skip -= left;
-                self.state.seen = self.state.seen.saturating_add(left);
-                return;
-            }
-            // `skip < rest.len()`, so both indexes are in range.
-            let at = self.skip as usize;
-            let (Some(item), Some(after)) = (rest.get(at), rest.get(at + 1..)) else { return };
-            self.state.seen = self.state.seen.saturating_add(self.skip + 1);
-            self.skip = 0;
-            self.enter(item.clone());
-            rest = after;
-        }
+        self.observe_iter(items.iter(), T::clone);
     }
 
     /// Merges `other` in: the sample of the two streams together, exactly distributed as a
@@ -433,8 +416,9 @@ impl<'a, T: Clone> Operator<&'a T> for Reservoir<T> {
         Reservoir::observe(self, item.clone());
     }
 
+    /// Clones only the items that enter the sample.
     fn observe_all<I: IntoIterator<Item = &'a T>>(&mut self, items: I) {
-        Reservoir::observe_all(self, items.into_iter().cloned());
+        self.observe_iter(items.into_iter(), T::clone);
     }
 }
 

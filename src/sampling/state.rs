@@ -57,6 +57,13 @@ impl<T> State<T> {
                 "the same (make parts with empty_part, or give them distinct seeds)",
             ));
         }
+        if self.seen == 0 {
+            // An empty sampler merging a non-empty one becomes it, generator included: keeping
+            // its own generator, restarted at the beginning of a stream, could replay draws the
+            // other has made (an `empty_like` of it restarts its very stream).
+            *self = other.clone();
+            return Ok(());
+        }
         self.sample.merge(&other.sample);
         self.seen = self.seen.saturating_add(other.seen);
         Ok(())

@@ -26,7 +26,8 @@ pub struct Load {
     pub queue_len: u64,
     /// Seconds of processing one kept item costs.
     pub cost_per_item: f64,
-    /// Seconds the item now at the head of the queue has waited.
+    /// Seconds an item arriving now would wait before its service starts (the work queued
+    /// ahead of it): the queueing delay a [`PiController`] steers.
     pub queue_delay: f64,
 }
 
@@ -272,13 +273,15 @@ impl RateController for PiController {
     }
 
     fn update(&mut self, load: &Load) {
-        if !(load.elapsed > 0.0 && load.queue_delay.is_finite()) {
+        if !(load.elapsed > 0.0 && load.elapsed.is_finite() && load.queue_delay.is_finite()) {
             return;
         }
         // Saturate the error so that a huge delay does not swing p in one step.
         let error = ((self.target_delay - load.queue_delay) / self.target_delay).clamp(-1.0, 1.0);
         let step = self.proportional * (error - self.previous_error) + self.integral * error * load.elapsed;
         self.previous_error = error;
-        self.keep_probability = (self.keep_probability + step).clamp(MIN_KEEP_PROBABILITY, 1.0);
+        if step.is_finite() {
+            self.keep_probability = (self.keep_probability + step).clamp(MIN_KEEP_PROBABILITY, 1.0);
+        }
     }
 }

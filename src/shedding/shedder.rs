@@ -5,8 +5,8 @@ use std::fmt;
 
 use super::controller::{Load, RateController};
 use super::policy::{DropPolicy, PartPolicy};
+use crate::core::random::part_stream;
 use crate::core::{Estimate, MergeError, Mergeable, Operator, Weight};
-use crate::hash::hash_bytes;
 
 /// Counts of what a load shedder was offered and kept.
 ///
@@ -32,7 +32,7 @@ impl ShedStats {
     /// assert_eq!(ShedStats { offered: 5, kept: 5 }.dropped(), 0);
     /// ```
     pub fn dropped(&self) -> u64 {
-        self.offered - self.kept
+        self.offered.saturating_sub(self.kept)
     }
 
     /// The fraction kept (1 before any item).
@@ -271,23 +271,24 @@ impl<O: Mergeable, P: PartPolicy + Clone, C: RateController + Clone> Mergeable f
     /// Merges the inner operators and adds the counts; the policy and controller of `self`
     /// stay as they are (each partition controls its own rate).
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        let both_used = self.stats.offered > 0 && other.stats.offered > 0;
+        self.policy.check_merge(&other.policy, both_used)?;
         self.inner.merge(&other.inner)?;
         self.stats.offered += other.stats.offered;
         self.stats.kept += other.stats.kept;
         Ok(())
     }
 
+    /// An empty shedder of the same configuration, whose policy draws from a stream of its
+    /// own (a copy of this policy would repeat its choices).
     fn empty_like(&self) -> Self {
-        Self::new(self.inner.empty_like(), self.policy.clone(), self.controller.clone())
+        Self::new(self.inner.empty_like(), self.policy.part(u64::MAX), self.controller.clone())
     }
 
     /// A shedder for part `index`: the inner operator's part, and a policy with a stream of
     /// its own, derived from `index` and this shedder's count.
     fn empty_part(&self, index: u64) -> Self {
-        let mut at = [0u8; 16];
-        at[..8].copy_from_slice(&self.stats.offered.to_le_bytes());
-        at[8..].copy_from_slice(&index.to_le_bytes());
-        let part = hash_bytes(&at, 0);
+        let part = part_stream(self.stats.offered, 0, index);
         Self::new(self.inner.empty_part(index), self.policy.part(part), self.controller.clone())
     }
 }
@@ -406,7 +407,9 @@ impl HorvitzThompson {
         Self::default()
     }
 
-    /// Adds a kept item of value `value` and weight `weight`.
+    /// Adds a kept item of value `value` and weight `weight`: the inverse of the probability
+    /// it was kept with, so at least 1 (a smaller weight makes the variance terms
+    /// `w(w − 1)` negative; the variance estimates are then clamped at 0).
     ///
     /// ```
     /// # use synopses::shedding::HorvitzThompson;
@@ -451,7 +454,7 @@ impl HorvitzThompson {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn count(&self) -> Estimate {
-        Estimate { value: self.count, variance: self.spread }
+        Estimate { value: self.count, variance: self.spread.max(0.0) }
     }
 
     /// The estimated sum of the values offered, `Σ w·y`.
@@ -465,7 +468,7 @@ impl HorvitzThompson {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn sum(&self) -> Estimate {
-        Estimate { value: self.sum, variance: self.spread_yy }
+        Estimate { value: self.sum, variance: self.spread_yy.max(0.0) }
     }
 
     /// The estimated mean of the values offered, `Σ w·y / Σ w` (0 before any item), with the

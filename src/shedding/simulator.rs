@@ -234,9 +234,11 @@ impl Simulation {
                     take_step(&mut shedder, next_tick);
                     next_tick += self.tick;
                 }
-                if arrival > phase_end {
-                    // Poisson arrivals have no memory: the next phase starts afresh here.
-                    now = phase_end;
+                if arrival > phase_end || arrival <= now {
+                    // Poisson arrivals have no memory: the next phase starts afresh here. (An
+                    // arrival that does not move the clock, a gap below its precision, ends the
+                    // phase too, rather than looping for ever.)
+                    now = phase_end.max(now);
                     break;
                 }
                 now = arrival;

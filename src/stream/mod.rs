@@ -38,9 +38,10 @@
 //! independent random numbers, routes each item to its worker's instance, and merges the
 //! instances on demand. With the `rayon` feature, [`Partitioned::par_observe`] routes a
 //! slice with one sender per thread and lets the instances observe in parallel. For the
-//! deterministic synopses the merged state is exactly that of one sequential pass, whatever
-//! the partitioner and the number of workers (`tests/laws.rs` checks 1, 2, 4 and 8); for the
-//! samplers it is distributed as one.
+//! sketches whose merge is exact (HyperLogLog, Flajolet–Martin, standard Count-Min, Bloom and
+//! counting Bloom filters) the merged state is exactly that of one sequential pass, whatever
+//! the partitioner and the number of workers (`tests/laws.rs` checks 1, 2, 4 and 8); heavy
+//! hitters keep their guarantee; the samplers are distributed as one pass.
 //!
 //! # Several processes or machines: timely dataflow
 //!

@@ -7,10 +7,14 @@ use crate::hash::Hashable;
 
 /// `N` instances of a mergeable operator, one per worker of a [`Partitioner`]: items are
 /// routed to their worker's instance, the instances observe in parallel (with the `rayon`
-/// feature), and [`merged`](Self::merged) combines them. For the deterministic synopses the
-/// merged state is exactly that of one sequential pass over the whole stream, whatever the
-/// partitioner and the number of workers; for the samplers it is distributed as one (each
-/// part draws from its own random stream, [`Mergeable::empty_part`]).
+/// feature), and [`merged`](Self::merged) combines them. For the sketches whose merge is
+/// exact (HyperLogLog's registers, Flajolet–Martin, Count-Min with standard update, Bloom
+/// and counting Bloom filters) the merged state is exactly that of one sequential pass over
+/// the whole stream, whatever the partitioner and the number of workers. A merged
+/// HyperLogLog answers with its register estimator (the single-stream martingale does not
+/// survive a merge); heavy hitters and conservative Count-Min keep their guarantees but not
+/// the sequential state; the samplers are distributed as one pass (each part draws from its
+/// own random stream, [`Mergeable::empty_part`]).
 ///
 /// ```
 /// use synopses::cardinality::HyperLogLog;
@@ -31,7 +35,7 @@ pub struct Partitioned<O, P> {
     partitioner: P,
 }
 
-impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
+impl<O: Mergeable + Clone, P: Partitioner> Partitioned<O, P> {
     /// One empty instance per worker of `partitioner`, part `i` made by
     /// [`empty_part(i)`](Mergeable::empty_part) of `proto` (its configuration, not its state).
     ///
@@ -87,9 +91,12 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     where
         O: for<'a> Operator<&'a T>,
     {
-        let lists = route(&mut self.partitioner, items);
-        for (part, list) in self.parts.iter_mut().zip(&lists) {
-            part.observe_all(list.iter().filter_map(|&i| items.get(i as usize)));
+        // In batches whose indexes fit the lists' `u32`.
+        for batch in items.chunks(1 << 30) {
+            let lists = route(&mut self.partitioner, batch);
+            for (part, list) in self.parts.iter_mut().zip(&lists) {
+                part.observe_all(list.iter().filter_map(|&i| batch.get(i as usize)));
+            }
         }
     }
 
@@ -184,8 +191,7 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     pub fn merged(&self) -> Result<O, MergeError> {
         // A partitioner has at least one worker (its constructors check it).
         let (first, rest) = self.parts.split_first().ok_or_else(|| MergeError::new("workers", 0, "at least 1"))?;
-        let mut out = first.empty_like();
-        out.merge(first)?;
+        let mut out = first.clone();
         out.merge_all(rest)?;
         Ok(out)
     }

@@ -310,10 +310,11 @@ impl Partitioner for PartialKeyGrouping {
     }
 }
 
-/// `d` choices: each key has `d` distinct candidate workers and each item goes to the least loaded,
+/// `d` choices: each key has up to `d` distinct candidate workers (the first distinct ones
+/// among 64 derived from its hash; fewer only when `d` is close to the number of workers)
+/// and each item goes to the least loaded,
 /// for skew so heavy that two workers cannot carry the hottest key (a key above `2/n` of the
-/// stream). A key's state lives on up to `d` workers. With `d = n` it is shuffle grouping
-/// by least load.
+/// stream). A key's state lives on up to `d` workers.
 ///
 /// ```
 /// use synopses::stream::{DChoices, Partitioner};

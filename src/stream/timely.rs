@@ -100,9 +100,7 @@ where
                 let step = O::decode_bytes(bytes).map_err(crate::Error::from).and_then(|part| match slot.as_mut() {
                     Ok(Some(acc)) => acc.merge(&part).map_err(crate::Error::from),
                     Ok(None) => {
-                        let mut acc = part.empty_like();
-                        acc.merge(&part)?;
-                        *slot = Ok(Some(acc));
+                        *slot = Ok(Some(part));
                         Ok(())
                     }
                     Err(_) => Ok(()),
