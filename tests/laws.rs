@@ -964,3 +964,24 @@ fn partitions_behind_load_shedders_equal_one_pass() -> Result<(), Box<dyn std::e
     }
     Ok(())
 }
+
+/// Shedders merge only when their choices are independent (random policy: not two used
+/// copies of one stream) or coordinated alike (key-hash policy: the same seed).
+#[test]
+fn shedder_merges_check_their_policies() -> Result<(), Box<dyn std::error::Error>> {
+    use synopses::shedding::{FixedRate, HorvitzThompson, KeyHashDrop, LoadShedder, RandomDrop};
+    let mut a = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(0.5)?);
+    let mut twin = a.clone();
+    let mut fresh = a.empty_like();
+    for x in 0..100_u64 {
+        a.offer(x);
+        twin.offer(x);
+        fresh.offer(x);
+    }
+    assert_eq!(a.clone().merge(&twin).map_err(|e| e.parameter()), Err("random stream"));
+    assert!(a.clone().merge(&fresh).is_ok());
+    let mut k1 = LoadShedder::new(HorvitzThompson::new(), KeyHashDrop::with_seed(1), FixedRate::new(0.5)?);
+    let k2 = LoadShedder::new(HorvitzThompson::new(), KeyHashDrop::with_seed(2), FixedRate::new(0.5)?);
+    assert_eq!(k1.merge(&k2).map_err(|e| e.parameter()), Err("key-hash seed"));
+    Ok(())
+}

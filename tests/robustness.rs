@@ -2008,3 +2008,70 @@ mod shedding_input {
         assert_eq!((idle.offered, idle.max_queue, idle.latency_p99), (0, 0, 0.0));
     }
 }
+
+/// Regressions from review: inputs that used to hang, panic or misbehave.
+mod review_regressions {
+    use super::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+    use synopses::core::Operator;
+    use synopses::shedding::{
+        DropPolicy, FixedRate, Load, Phase, PiController, RateController, SemanticDrop, ShedStats, Simulation,
+    };
+
+    #[test]
+    fn a_phase_shorter_than_the_clock_resolution_ends() {
+        let phases = vec![Phase { duration: 1.0, rate: 10.0 }, Phase { duration: 1e-300, rate: 1e300 }];
+        let report = Simulation::new(phases, 0.001, 0.1, 1).expect("valid").run(FixedRate::new(1.0).expect("valid"));
+        assert!(report.offered < 1000, "{} arrivals", report.offered);
+    }
+
+    #[test]
+    fn a_pi_controller_never_takes_a_nan_step() {
+        let mut pi = PiController::new(0.05, 0.2, 2.0).expect("valid");
+        let load = Load { offered: 1, elapsed: f64::INFINITY, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.05 };
+        pi.update(&load);
+        assert_eq!(pi.keep_probability(), 1.0);
+    }
+
+    #[test]
+    fn semantic_drops_keep_nothing_at_zero_and_rank_nan_lowest() {
+        let mut none = SemanticDrop::new(|x: &f64| *x);
+        assert!((0..100).all(|i| none.decide(&f64::from(i), 0.0).is_none()));
+        let mut half_nan = SemanticDrop::new(|x: &f64| *x);
+        let kept = (0..10_000)
+            .filter(|&i| half_nan.decide(&if i % 2 == 0 { f64::NAN } else { f64::from(i % 100) }, 0.9).is_some())
+            .count();
+        assert!(kept >= 8_500, "kept {kept} of 10 000 at p = 0.9");
+    }
+
+    #[test]
+    fn stats_with_more_kept_than_offered_do_not_panic() {
+        assert_eq!(ShedStats { offered: 1, kept: 2 }.dropped(), 0);
+    }
+
+    /// An item counting its clones.
+    #[derive(Debug)]
+    struct Counted(Rc<Cell<usize>>);
+
+    impl Clone for Counted {
+        fn clone(&self) -> Self {
+            self.0.set(self.0.get() + 1);
+            Counted(Rc::clone(&self.0))
+        }
+    }
+
+    /// Through `Operator<&T>` (what `par_observe` and the partitioned runner call), the
+    /// reservoir clones only the items that enter: `k` to fill, then one per entry, and each
+    /// entry after the fill draws two numbers (its key and the next skip) after one first skip.
+    #[test]
+    fn a_reservoir_clones_only_entering_items() {
+        let clones = Rc::new(Cell::new(0));
+        let items: Vec<Counted> = (0..100_000).map(|_| Counted(Rc::clone(&clones))).collect();
+        let k = 10;
+        let mut r: Reservoir<Counted> = Reservoir::new(k, 4).expect("valid capacity");
+        Operator::<&Counted>::observe_all(&mut r, items.iter());
+        let entries = k as u64 + (r.random_draws() - k as u64 - 1) / 2;
+        assert_eq!(clones.get() as u64, entries);
+    }
+}
