@@ -267,7 +267,7 @@ impl CountMin {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn observe_all<T: Hashable, I: IntoIterator<Item = T>>(&mut self, items: I) {
-        if self.update == Update::Conservative {
+        if self.update == Update::Conservative || self.double_hashed {
             items.into_iter().for_each(|item| self.observe(item));
             return;
         }
@@ -275,7 +275,7 @@ impl CountMin {
         // counter store could alias them and they are reloaded per item (measured 4.9 vs
         // 2.6 ns per item at 4096 × 5). Counts add one at a time, so the total overflows
         // before any counter could.
-        let (seed, width, depth, legacy) = (self.seed, self.width, self.depth, self.double_hashed);
+        let (seed, width, depth) = (self.seed, self.width, self.depth);
         let counters = &mut self.counters[..];
         let mut total = self.total;
         let mut items = items.into_iter();
@@ -290,7 +290,7 @@ impl CountMin {
                         return;
                     }
                     total += 1;
-                    add_to_cells::<$depth>(counters, item.hash64(seed), width, depth, legacy, 1);
+                    add_to_cells::<$depth>(counters, item.hash64(seed), width, depth, 1);
                 }
             };
         }
@@ -338,23 +338,27 @@ impl CountMin {
     /// ```
     #[inline]
     pub fn observe_hash_weighted(&mut self, hash: u64, count: u64) {
+        if self.double_hashed {
+            self.observe_double_hashed(hash, count);
+            return;
+        }
         let total = self.total.checked_add(count);
         self.total = total.unwrap_or(u64::MAX);
         match (self.update, total) {
             (Update::Standard, Some(_)) => {
-                let (width, depth, legacy) = (self.width, self.depth, self.double_hashed);
-                with_const_depth!(depth, add_to_cells(&mut self.counters, hash, width, depth, legacy, count));
+                let (width, depth) = (self.width, self.depth);
+                with_const_depth!(depth, add_to_cells(&mut self.counters, hash, width, depth, count));
             }
             (Update::Standard, None) => {
-                for cell in Cells::new(hash, self.width, self.depth, self.double_hashed) {
+                for cell in Cells::new(hash, self.width, self.depth) {
                     if let Some(c) = self.counters.get_mut(cell) {
                         *c = c.saturating_add(count);
                     }
                 }
             }
             (Update::Conservative, _) => {
-                let (width, depth, legacy) = (self.width, self.depth, self.double_hashed);
-                with_const_depth!(depth, raise_cells(&mut self.counters, hash, width, depth, legacy, count));
+                let (width, depth) = (self.width, self.depth);
+                with_const_depth!(depth, raise_cells(&mut self.counters, hash, width, depth, count));
             }
         }
     }
@@ -389,7 +393,11 @@ impl CountMin {
     /// ```
     #[inline]
     pub fn estimate_hash(&self, hash: u64) -> u64 {
-        with_const_depth!(self.depth, min_of_cells(&self.counters, hash, self.width, self.depth, self.double_hashed))
+        if self.double_hashed {
+            return double_hashed_cells(hash, self.width, self.depth)
+                .fold(u64::MAX, |min, cell| min.min(self.counters.get(cell).copied().unwrap_or(u64::MAX)));
+        }
+        with_const_depth!(self.depth, min_of_cells(&self.counters, hash, self.width, self.depth))
     }
 
     /// An interval for an item's true count that holds with probability at least `1 − δ`:
@@ -598,19 +606,17 @@ const INDEPENDENT_ROWS: u8 = 0x80;
 
 /// The column of an item's hash in each row: [`derived_index`] `row` of the hash, onto
 /// `0..width` (the rows' indexes are as good as independent; see there why not double
-/// hashing). Sketches decoded from the encodings of earlier versions index by double hashing,
-/// `g_i = h1 + i·h2` over the hash's two 32-bit halves, and keep doing so.
+/// hashing).
 struct Columns {
     hash: u64,
     row: usize,
     width: u64,
-    double_hashed: bool,
 }
 
 impl Columns {
     #[inline]
-    fn new(hash: u64, width: u32, double_hashed: bool) -> Self {
-        Self { hash, row: 0, width: u64::from(width), double_hashed }
+    fn new(hash: u64, width: u32) -> Self {
+        Self { hash, row: 0, width: u64::from(width) }
     }
 }
 
@@ -619,15 +625,38 @@ impl Iterator for Columns {
 
     #[inline]
     fn next(&mut self) -> Option<usize> {
-        let column = if self.double_hashed {
-            let step = (self.hash >> 32) as u32 | 1;
-            let g = (self.hash as u32).wrapping_add(step.wrapping_mul(self.row as u32));
-            ((u64::from(g) * self.width) >> 32) as usize
-        } else {
-            derived_index(self.hash, self.row, self.width)
-        };
+        let column = derived_index(self.hash, self.row, self.width);
         self.row += 1;
         Some(column)
+    }
+}
+
+/// The cells of an item in a sketch decoded from the encoding of an earlier version, whose
+/// rows were indexed by double hashing, `g_i = h1 + i·h2` over the hash's two 32-bit halves
+/// (odd `h2`), mapped onto `0..width` by a multiply-shift. Off the hot path: such sketches
+/// go through here only so that they keep answering as they did.
+fn double_hashed_cells(hash: u64, width: u32, depth: u32) -> impl Iterator<Item = usize> {
+    let step = (hash >> 32) as u32 | 1;
+    (0..depth).map(move |row| {
+        let g = (hash as u32).wrapping_add(step.wrapping_mul(row));
+        row as usize * width as usize + ((u64::from(g) * u64::from(width)) >> 32) as usize
+    })
+}
+
+impl CountMin {
+    /// An observation into a double-hashed sketch (see [`double_hashed_cells`]).
+    #[cold]
+    fn observe_double_hashed(&mut self, hash: u64, count: u64) {
+        self.total = self.total.saturating_add(count);
+        let target = match self.update {
+            Update::Standard => None,
+            Update::Conservative => Some(self.estimate_hash(hash).saturating_add(count)),
+        };
+        for cell in double_hashed_cells(hash, self.width, self.depth) {
+            if let Some(c) = self.counters.get_mut(cell) {
+                *c = target.map_or_else(|| c.saturating_add(count), |t| (*c).max(t));
+            }
+        }
     }
 }
 
@@ -655,9 +684,9 @@ use with_const_depth;
 /// did not overflow, and no counter exceeds the total, so none overflows either (a saturating
 /// add measured 1 ns per item slower). `DEPTH` is the depth, or 0 to read `depth`.
 #[inline(always)]
-fn add_to_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, depth: u32, legacy: bool, count: u64) {
+fn add_to_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, depth: u32, count: u64) {
     let depth = if DEPTH == 0 { depth } else { DEPTH };
-    for cell in Cells::new(hash, width, depth, legacy) {
+    for cell in Cells::new(hash, width, depth) {
         if let Some(c) = counters.get_mut(cell) {
             *c = c.wrapping_add(count);
         }
@@ -667,10 +696,10 @@ fn add_to_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, d
 /// Conservative update: raises each of an item's counters to its estimate plus `count`.
 /// `DEPTH` is the depth, or 0 to read `depth`.
 #[inline(always)]
-fn raise_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, depth: u32, legacy: bool, count: u64) {
-    let target = min_of_cells::<DEPTH>(counters, hash, width, depth, legacy).saturating_add(count);
+fn raise_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, depth: u32, count: u64) {
+    let target = min_of_cells::<DEPTH>(counters, hash, width, depth).saturating_add(count);
     let depth = if DEPTH == 0 { depth } else { DEPTH };
-    for cell in Cells::new(hash, width, depth, legacy) {
+    for cell in Cells::new(hash, width, depth) {
         if let Some(c) = counters.get_mut(cell) {
             *c = (*c).max(target);
         }
@@ -679,11 +708,10 @@ fn raise_cells<const DEPTH: u32>(counters: &mut [u64], hash: u64, width: u32, de
 
 /// The smallest of an item's counters. `DEPTH` is the depth, or 0 to read `depth`.
 #[inline(always)]
-fn min_of_cells<const DEPTH: u32>(counters: &[u64], hash: u64, width: u32, depth: u32, legacy: bool) -> u64 {
+fn min_of_cells<const DEPTH: u32>(counters: &[u64], hash: u64, width: u32, depth: u32) -> u64 {
     let depth = if DEPTH == 0 { depth } else { DEPTH };
     // (A sketch has at least one row, so the fold's start value is never the answer.)
-    Cells::new(hash, width, depth, legacy)
-        .fold(u64::MAX, |min, cell| min.min(counters.get(cell).copied().unwrap_or(u64::MAX)))
+    Cells::new(hash, width, depth).fold(u64::MAX, |min, cell| min.min(counters.get(cell).copied().unwrap_or(u64::MAX)))
 }
 
 /// The index in the flat counter table of an item's counter in each row: row `r`'s cell is
@@ -699,8 +727,8 @@ struct Cells {
 
 impl Cells {
     #[inline]
-    fn new(hash: u64, width: u32, depth: u32, double_hashed: bool) -> Self {
-        Self { columns: Columns::new(hash, width, double_hashed), base: 0, width: width as usize, left: depth }
+    fn new(hash: u64, width: u32, depth: u32) -> Self {
+        Self { columns: Columns::new(hash, width), base: 0, width: width as usize, left: depth }
     }
 }
 
@@ -771,7 +799,7 @@ mod tests {
     fn columns_stay_in_range_and_spread() {
         for width in [1_u32, 2, 3, 100, 4096, u32::MAX] {
             for hash in [0_u64, 1, u64::MAX, 0x9E37_79B9_7F4A_7C15] {
-                assert!(Columns::new(hash, width, false).take(32).all(|c| (c as u64) < u64::from(width)));
+                assert!(Columns::new(hash, width).take(32).all(|c| (c as u64) < u64::from(width)));
             }
         }
         // Over many hashes, the columns of one row are close to uniform (chi-square, 15
@@ -782,7 +810,7 @@ mod tests {
         for _ in 0..160_000 {
             x = x.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(0x1405_7B7E_F767_814F);
             let hash = crate::hash::hash_bytes(&x.to_le_bytes(), 0);
-            let column = Columns::new(hash, width, false).nth(3).unwrap_or(0);
+            let column = Columns::new(hash, width).nth(3).unwrap_or(0);
             counts[column] += 1;
         }
         let expected = 10_000.0;
