@@ -83,7 +83,7 @@ impl Subject for CountingBloom {
     }
     fn state_estimate(&self) -> u64 {
         (0..8_u64).fold(self.nonzero_counters() << 32 | self.saturated_counters(), |acc, k| {
-            acc.rotate_left(7) ^ u64::from(self.count(k))
+            acc.rotate_left(7) ^ u64::from(self.estimate(k))
         })
     }
 }
@@ -245,7 +245,7 @@ proptest! {
             }
             for (&y, &n) in &model {
                 prop_assert!(n == 0 || filter.contains(y), "false negative: {} held {} times", y, n);
-                let count = filter.count(y);
+                let count = filter.estimate(y);
                 prop_assert!(count >= n || count == width.max(), "count {} < {} for {}", count, n, y);
             }
             prop_assert_eq!(filter.items(), model.values().map(|&n| u64::from(n)).sum::<u64>());

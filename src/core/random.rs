@@ -42,7 +42,8 @@ impl Stream {
     pub(crate) fn exponential(&mut self) -> f64 {
         self.draws += 1;
         let u: f64 = self.rng.sample(OpenClosed01);
-        -u.ln()
+        // `0 − ln U`, not `−ln U`: at `U = 1` that is +0, not −0.
+        0.0 - u.ln()
     }
 
     /// The number of failures before the first success of independent trials that each

@@ -435,7 +435,7 @@ impl CountingBloom {
         })
     }
 
-    /// How many times the item may be in the filter: the smallest of its counters. Never
+    /// How many times the item may be in the filter (as [`CountMin::estimate`](crate::frequency::CountMin::estimate) answers for counts): the smallest of its counters. Never
     /// below the true multiplicity while no counter of the item saturated and only members
     /// were removed; above it when other items share all its counters. A result equal to
     /// [`CounterWidth::max`] means "at least that many, or saturated".
@@ -444,11 +444,11 @@ impl CountingBloom {
     /// # use synopses::membership::CountingBloom;
     /// let mut f = CountingBloom::new(1000, 3)?;
     /// f.observe_all(["a", "a", "b"]);
-    /// assert_eq!(f.count("a"), 2);
-    /// assert_eq!(f.count("z"), 0);
+    /// assert_eq!(f.estimate("a"), 2);
+    /// assert_eq!(f.estimate("z"), 0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn count<T: Hashable>(&self, item: T) -> u32 {
+    pub fn estimate<T: Hashable>(&self, item: T) -> u32 {
         Positions::new(item.hash64(self.seed), self.counters, self.hashes)
             .map(|position| self.counter(position))
             .min()
@@ -575,7 +575,7 @@ impl CountingBloom {
     /// a.observe("x");
     /// b.observe("x");
     /// a.merge(&b)?;
-    /// assert_eq!(a.count("x"), 2);
+    /// assert_eq!(a.estimate("x"), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {

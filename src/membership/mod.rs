@@ -124,7 +124,7 @@
 //! * Removals may name items that were never inserted (see above): keep the exact set, or
 //!   check against it before removing.
 //! * You need to list or count the items: a Bloom filter only answers "maybe" or "no", and a
-//!   counting filter's [`count`](CountingBloom::count) is only an upper bound; for how often
+//!   counting filter's [`estimate`](CountingBloom::estimate) is only an upper bound; for how often
 //!   each item occurs use [`CountMin`](crate::frequency::CountMin).
 //! * The set is small: a `HashSet` of the items (or of their 64-bit hashes) may be smaller
 //!   than you think, and it is exact.

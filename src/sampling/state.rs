@@ -123,7 +123,9 @@ impl<T> State<T> {
         for _ in 0..count {
             let key = r.f64()?;
             let item: T = r.item()?;
-            if !valid(key, &item) || key < previous {
+            // Keys are never negative (nor −0): with `total_cmp` order the encoding is then the
+            // one `encode` writes, and a summary has exactly one.
+            if key.is_sign_negative() || !valid(key, &item) || key.total_cmp(&previous).is_lt() {
                 return Err(DecodeError::InvalidField {
                     field: "keys",
                     reason: "out of range or not in increasing order",

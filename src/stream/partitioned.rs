@@ -73,6 +73,32 @@ impl<O: Mergeable + Clone, P: Partitioner> Partitioned<O, P> {
         }
     }
 
+    /// Routes an item by a key of its own and has that worker's instance observe it: for
+    /// items that are not themselves the key, such as `(item, weight)` pairs for a weighted
+    /// sampler, or records routed by their id.
+    ///
+    /// ```
+    /// use synopses::core::Weight;
+    /// use synopses::sampling::WeightedReservoir;
+    /// use synopses::stream::{PartialKeyGrouping, Partitioned};
+    ///
+    /// let mut parts = Partitioned::new(&WeightedReservoir::new(5, 7)?, PartialKeyGrouping::new(4)?);
+    /// for flow in 0..1000_u64 {
+    ///     parts.observe_by(&flow, (flow, Weight::new(1.0 + (flow % 10) as f64)?));
+    /// }
+    /// assert_eq!(parts.merged()?.seen(), 1000);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn observe_by<K: Hashable + ?Sized, T>(&mut self, key: &K, item: T)
+    where
+        O: Operator<T>,
+    {
+        let worker = self.partitioner.route(key);
+        if let Some(part) = self.parts.get_mut(worker) {
+            part.observe(item);
+        }
+    }
+
     /// Routes every item of a slice, then has each instance observe its items in one batch
     /// (its `observe_all`), in slice order. The same state as [`observe`](Self::observe) item
     /// by item.
