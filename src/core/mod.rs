@@ -14,5 +14,5 @@ mod weight;
 pub use bounds::{Bounds, Confidence, Estimate};
 pub use error::{ConfigError, DecodeError, Error, MergeError, RemoveError};
 pub(crate) use traits::hashed_operator;
-pub use traits::{Mergeable, Operator, OperatorExt};
+pub use traits::{Mergeable, ObserveHash, Operator, OperatorExt};
 pub use weight::Weight;

@@ -236,6 +236,32 @@ pub trait OperatorExt<T>: Operator<T> {
 
 impl<T, O: Operator<T> + ?Sized> OperatorExt<T> for O {}
 
+/// A synopsis that hashes its items with the crate's seeded hash ([`hash`](crate::hash)) and
+/// can be given the hash instead of the item: what lets generic code hash an item once and
+/// feed it to several structures of one seed. Implemented by the cardinality sketches,
+/// Count-Min and the Bloom filters.
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::core::ObserveHash;
+/// use synopses::hash::Hashable;
+///
+/// let mut by_hash = HyperLogLog::new(12)?;
+/// let h = "alice".hash64(by_hash.hash_seed());
+/// ObserveHash::observe_hash(&mut by_hash, h);
+/// let mut by_item = HyperLogLog::new(12)?;
+/// by_item.observe("alice");
+/// assert_eq!(by_hash, by_item);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+pub trait ObserveHash {
+    /// The seed this synopsis hashes items with.
+    fn hash_seed(&self) -> u64;
+
+    /// Observes an item given by its hash under [`hash_seed`](Self::hash_seed).
+    fn observe_hash(&mut self, hash: u64);
+}
+
 /// Implements [`Operator`] for every [`Hashable`](crate::hash::Hashable) item type, and
 /// `Extend`, for a type with inherent `observe` and `observe_all` methods generic over
 /// `Hashable` items: the shape of every hashing synopsis.
@@ -249,6 +275,17 @@ macro_rules! hashed_operator {
 
             fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
                 <$ty>::observe_all(self, items);
+            }
+        }
+
+        impl $crate::core::ObserveHash for $ty {
+            fn hash_seed(&self) -> u64 {
+                <$ty>::seed(self)
+            }
+
+            #[inline]
+            fn observe_hash(&mut self, hash: u64) {
+                <$ty>::observe_hash(self, hash);
             }
         }
 
