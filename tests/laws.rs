@@ -909,10 +909,13 @@ mod partitioned {
         prop_assert_eq!(batch.partitioner().loads(), one.partitioner().loads());
         #[cfg(feature = "rayon")]
         {
-            let mut parallel = Partitioned::new(proto, partitioner);
+            let mut parallel = Partitioned::new(proto, partitioner.clone());
             parallel.par_observe(items);
             prop_assert_eq!(&parallel.merged().unwrap(), &sequential);
             prop_assert_eq!(parallel.partitioner().loads().iter().sum::<u64>(), items.len() as u64);
+            let mut chunked = Partitioned::new(proto, partitioner);
+            chunked.par_observe_iter(items.iter().copied());
+            prop_assert_eq!(&chunked.merged().unwrap(), &sequential);
         }
         Ok(())
     }

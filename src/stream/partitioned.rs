@@ -203,6 +203,40 @@ impl<O: Mergeable + Clone, P: Partitioner> Partitioned<O, P> {
         }
     }
 
+    /// Observes the items of an iterator on rayon's thread pool, in chunks of 2^20 items
+    /// collected into a buffer and handed to [`par_observe`](Self::par_observe) one after
+    /// another: for a stream that does not come as one slice. Needs the `rayon` feature.
+    ///
+    /// ```
+    /// use synopses::frequency::CountMin;
+    /// use synopses::stream::{KeyGrouping, Partitioned};
+    ///
+    /// let mut parts = Partitioned::new(&CountMin::new(2048, 4)?, KeyGrouping::new(2)?);
+    /// parts.par_observe_iter((0..3_000_000_u64).map(|i| i % 1000));
+    /// assert_eq!(parts.merged()?.estimate(7_u64), 3000);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    #[cfg(feature = "rayon")]
+    pub fn par_observe_iter<T, I>(&mut self, items: I)
+    where
+        T: Hashable + Sync,
+        I: IntoIterator<Item = T>,
+        O: for<'a> Operator<&'a T> + Send,
+        P: Send + Sync,
+    {
+        const CHUNK: usize = 1 << 20;
+        let mut items = items.into_iter();
+        let mut buffer: Vec<T> = Vec::with_capacity(CHUNK.min(items.size_hint().0.max(1)));
+        loop {
+            buffer.clear();
+            buffer.extend(items.by_ref().take(CHUNK));
+            if buffer.is_empty() {
+                return;
+            }
+            self.par_observe(&buffer);
+        }
+    }
+
     /// The instances merged into one: the answer of the whole stream.
     ///
     /// ```
