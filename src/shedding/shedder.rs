@@ -76,7 +76,8 @@ pub struct LoadShedder<O, P, C> {
     policy: P,
     controller: C,
     stats: ShedStats,
-    since_control: u64,
+    /// `stats.offered` at the previous control step (so an offer counts once, not twice).
+    offered_at_control: u64,
 }
 
 impl<O, P, C: RateController> LoadShedder<O, P, C> {
@@ -90,7 +91,7 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn new(inner: O, policy: P, controller: C) -> Self {
-        Self { inner, policy, controller, stats: ShedStats::default(), since_control: 0 }
+        Self { inner, policy, controller, stats: ShedStats::default(), offered_at_control: 0 }
     }
 
     /// Offers one item: the policy keeps it or drops it at the current keep probability;
@@ -111,7 +112,6 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
         O: Operator<(T, Weight)>,
     {
         self.stats.offered += 1;
-        self.since_control += 1;
         match self.policy.decide(&item, self.controller.keep_probability()) {
             Some(weight) => {
                 self.stats.kept += 1;
@@ -150,7 +150,6 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
         });
         self.stats.offered += items.len() as u64;
         self.stats.kept += kept;
-        self.since_control += items.len() as u64;
     }
 
     /// Takes one control step: the controller sees `load`, with `load.offered` replaced by
@@ -170,8 +169,9 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn control(&mut self, load: Load) {
-        self.controller.update(&Load { offered: self.since_control, ..load });
-        self.since_control = 0;
+        let offered = self.stats.offered - self.offered_at_control;
+        self.controller.update(&Load { offered, ..load });
+        self.offered_at_control = self.stats.offered;
     }
 
     /// The keep probability in force.
@@ -276,6 +276,8 @@ impl<O: Mergeable, P: PartPolicy + Clone, C: RateController + Clone> Mergeable f
         self.inner.merge(&other.inner)?;
         self.stats.offered += other.stats.offered;
         self.stats.kept += other.stats.kept;
+        // Items another partition was offered are not this controller's load.
+        self.offered_at_control += other.stats.offered;
         Ok(())
     }
 
