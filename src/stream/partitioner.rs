@@ -63,8 +63,25 @@ pub trait Partitioner: Clone {
     }
 
     /// Counts `items` routed to `worker` without routing them (for [`oblivious`](Self::oblivious)
-    /// partitioners, which place blocks themselves).
+    /// partitioners, which place blocks themselves, and for [`choose`](Self::choose)).
     fn add_load(&mut self, worker: usize, items: u64);
+
+    /// The worker of a routing hash *without counting it*, for partitioners whose choice
+    /// depends on the hash alone (key grouping): a batch can then be routed without updating
+    /// a load per item, and counted afterwards with [`add_load`](Self::add_load). `None` (the
+    /// default) for load-aware or stateful partitioners.
+    ///
+    /// ```
+    /// use synopses::stream::{KeyGrouping, PartialKeyGrouping, Partitioner};
+    ///
+    /// assert!(KeyGrouping::new(4)?.choose(42).is_some());
+    /// assert!(PartialKeyGrouping::new(4)?.choose(42).is_none());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn choose(&self, hash: u64) -> Option<usize> {
+        let _ = hash;
+        None
+    }
 
     /// The worker of an item: its routing hash, then [`route_hash`](Self::route_hash).
     #[inline]
@@ -149,6 +166,11 @@ impl Partitioner for KeyGrouping {
             *load += 1;
         }
         worker
+    }
+
+    #[inline]
+    fn choose(&self, hash: u64) -> Option<usize> {
+        Some(candidate(hash, 0, self.loads.len()))
     }
 
     fn loads(&self) -> &[u64] {
