@@ -300,6 +300,11 @@ impl Writer {
         item.encode(&mut self.buf);
     }
 
+    /// Appends bytes as they are (an item already encoded, say).
+    pub(crate) fn put_bytes(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
     /// Appends `n` zero bytes and returns them, for a caller that fills a block in place.
     pub(crate) fn put_zeroed(&mut self, n: usize) -> &mut [u8] {
         let start = self.buf.len();
@@ -377,10 +382,14 @@ impl<'a> Reader<'a> {
 
     /// Decodes one [`Item`].
     pub(crate) fn item<T: Item>(&mut self) -> Result<T, DecodeError> {
+        self.item_and_bytes().map(|(item, _)| item)
+    }
+
+    /// Decodes one [`Item`], and returns the bytes it was decoded from too.
+    pub(crate) fn item_and_bytes<T: Item>(&mut self) -> Result<(T, &'a [u8]), DecodeError> {
         let (item, used) = T::decode(self.rest)
             .ok_or(DecodeError::InvalidField { field: "item", reason: "not a valid item encoding" })?;
-        self.take(used)?;
-        Ok(item)
+        Ok((item, self.take(used)?))
     }
 
     /// Checks that a count of `n` items of `item_len` bytes each fits in what is left, before

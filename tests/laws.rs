@@ -945,6 +945,72 @@ mod partitioned {
     }
 }
 
+/// Shuffle grouping's blocks in `par_observe` continue the round robin where it stands, call
+/// after call, so loads match routing item by item; single items go through too.
+#[cfg(feature = "rayon")]
+#[test]
+fn shuffle_blocks_continue_the_round_robin() -> Result<(), Box<dyn std::error::Error>> {
+    use synopses::stream::{Partitioned, Partitioner, ShuffleGrouping};
+    let items: Vec<u64> = (0..40).collect();
+    let proto = HyperLogLog::new(8)?;
+    let mut one_by_one = ShuffleGrouping::new(3)?;
+    let mut parallel = Partitioned::new(&proto, ShuffleGrouping::new(3)?);
+    let mut start = 0;
+    for size in [5, 7, 1, 1, 0, 2, 11, 13] {
+        let block = &items[start..start + size];
+        parallel.par_observe(block);
+        block.iter().for_each(|x| {
+            one_by_one.route(x);
+        });
+        start += size;
+        assert_eq!(parallel.partitioner().loads(), one_by_one.loads(), "after {start} items");
+    }
+    let mut sequential = proto.empty_like();
+    sequential.observe_all(items.iter());
+    assert_eq!(parallel.merged()?, sequential);
+    Ok(())
+}
+
+/// A faulty partitioner that names a worker out of range: every entry point drops the
+/// item (none wraps it onto another worker, none panics).
+#[test]
+fn items_routed_out_of_range_are_dropped() -> Result<(), Box<dyn std::error::Error>> {
+    use synopses::stream::{Partitioned, Partitioner};
+    #[derive(Clone)]
+    struct Beyond(Vec<u64>);
+    impl Partitioner for Beyond {
+        fn workers(&self) -> usize {
+            self.0.len()
+        }
+        fn route_hash(&mut self, _: u64) -> usize {
+            self.0.len() + 256
+        }
+        fn loads(&self) -> &[u64] {
+            &self.0
+        }
+        fn absorb(&mut self, _: &Self) {}
+        fn sender(&self) -> Self {
+            self.clone()
+        }
+        fn add_load(&mut self, worker: usize, items: u64) {
+            if let Some(load) = self.0.get_mut(worker) {
+                *load += items;
+            }
+        }
+    }
+    let proto = HyperLogLog::new(8)?;
+    let items: Vec<u64> = (0..1000).collect();
+    for workers in [1, 3, 40] {
+        let mut parts = Partitioned::new(&proto, Beyond(vec![0; workers]));
+        items.iter().for_each(|&x| parts.observe(x));
+        parts.observe_slice(&items);
+        #[cfg(feature = "rayon")]
+        parts.par_observe(&items);
+        assert_eq!(parts.merged()?, proto.empty_like(), "{workers} workers");
+    }
+    Ok(())
+}
+
 /// A load shedder in front of each partition: parts shed and observe apart, and the merged
 /// shedder holds what one shedder in front of one sketch would (the key-hash policy decides
 /// by key, so partitioning changes nothing).

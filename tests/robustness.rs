@@ -1774,6 +1774,55 @@ fn sampler_crafted_invalid_fields_are_rejected() -> TestResult {
     // A priority key is U/w with U < 1: a key above 1/w is impossible.
     let r = PrioritySample::<u64>::from_bytes(&envelope(PRIO, &weighted_body(2, 4.0, 1, &[(0.5, 1, 4.0)])));
     assert!(is_invalid_field(&r, "keys"), "{r:?}");
+    // An infinite key comes only from a weight so tiny that the key overflows.
+    let inf = f64::INFINITY;
+    for family in [WRES, PRIO] {
+        let decode = |body: &[u8]| -> Result<(), DecodeError> {
+            if family == WRES {
+                WeightedReservoir::<u64>::from_bytes(&envelope(family, body)).map(|_| ())
+            } else {
+                PrioritySample::<u64>::from_bytes(&envelope(family, body)).map(|_| ())
+            }
+        };
+        assert_eq!(decode(&weighted_body(3, 0.0, 1, &[(inf, 1, 1e-320)])), Ok(()), "family {family}");
+        let r = decode(&weighted_body(3, 1.0, 1, &[(inf, 1, 1.0)]));
+        assert!(is_invalid_field(&r, "keys"), "family {family}: {r:?}");
+        // Equal keys go in the order of their items' bytes: one sample, one encoding.
+        let tied = |a: u64, b: u64| weighted_body(3, 0.0, 2, &[(inf, a, 1e-320), (inf, b, 1e-320)]);
+        assert_eq!(decode(&tied(1, 2)), Ok(()), "family {family}");
+        assert_eq!(decode(&tied(2, 2)), Ok(()), "family {family}");
+        let r = decode(&tied(2, 1));
+        assert!(is_invalid_field(&r, "keys"), "family {family}: {r:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn samples_with_tied_keys_compare_and_encode_whatever_the_order_of_arrival() -> TestResult {
+    // Weights this tiny overflow every key to +∞, so all the kept items tie.
+    let tiny = 1e-320;
+    let (mut p, mut q) = (PrioritySample::new(3, 9)?, PrioritySample::new(3, 9)?);
+    let (mut w, mut v) = (WeightedReservoir::new(3, 9)?, WeightedReservoir::new(3, 9)?);
+    for item in [5_u64, 1, 3] {
+        p.observe_weighted(item, tiny)?;
+        w.observe_weighted(item, tiny)?;
+    }
+    for item in [3_u64, 5, 1] {
+        q.observe_weighted(item, tiny)?;
+        v.observe_weighted(item, tiny)?;
+    }
+    assert_eq!(p, q);
+    assert_eq!(p.to_bytes(), q.to_bytes());
+    assert_eq!(PrioritySample::<u64>::from_bytes(&p.to_bytes())?, p);
+    assert_eq!(w, v);
+    assert_eq!(w.to_bytes(), v.to_bytes());
+    assert_eq!(WeightedReservoir::<u64>::from_bytes(&w.to_bytes())?, w);
+    // A different item in a tied group is a different sample.
+    let mut other = PrioritySample::new(3, 9)?;
+    for item in [3_u64, 5, 2] {
+        other.observe_weighted(item, tiny)?;
+    }
+    assert_ne!(other, p);
     Ok(())
 }
 

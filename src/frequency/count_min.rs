@@ -57,8 +57,8 @@ pub struct CountMin {
     depth: u32,
     seed: u64,
     update: Update,
-    /// Rows indexed by double hashing, as sketches encoded before version 0.1 of this crate
-    /// were (`Columns`): decoded, they keep working, and merge only with their like.
+    /// Rows indexed by double hashing, as in the first format that landed (update byte without
+    /// the 0x80 flag): decoded, such sketches keep working, and merge only with their like.
     double_hashed: bool,
     total: u64,
     /// Row-major: row `r` is `counters[r * width..(r + 1) * width]`.
@@ -514,8 +514,8 @@ impl CountMin {
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 3.
     ///
     /// Body: width (u32), depth (u8), update rule (u8: 0 standard, 1 conservative, plus 0x80
-    /// for rows indexed as this version does; without it, the rows are double-hashed as the
-    /// sketches of earlier versions were, and still decode), seed (u64), total (u64), then the
+    /// for rows indexed as this version does; without it, the rows are double-hashed as in the
+    /// first format that landed, and still decode), seed (u64), total (u64), then the
     /// `width × depth` counters (u64 each), row by row.
     ///
     /// ```
@@ -631,7 +631,7 @@ impl Iterator for Columns {
     }
 }
 
-/// The cells of an item in a sketch decoded from the encoding of an earlier version, whose
+/// The cells of an item in a sketch decoded from the first landed format, whose
 /// rows were indexed by double hashing, `g_i = h1 + i·h2` over the hash's two 32-bit halves
 /// (odd `h2`), mapped onto `0..width` by a multiply-shift. Off the hot path: such sketches
 /// go through here only so that they keep answering as they did.

@@ -121,14 +121,28 @@ impl<T> Bottom<T> {
 }
 
 impl<T: PartialEq> PartialEq for Bottom<T> {
-    /// Equal capacities and the same (key, item) pairs, keys compared bit for bit.
+    /// Equal capacities and the same multiset of (key, item) pairs, keys compared bit for bit.
     fn eq(&self, other: &Self) -> bool {
-        self.capacity == other.capacity
-            && self.len() == other.len()
-            && self
-                .sorted()
-                .iter()
-                .zip(other.sorted())
-                .all(|(a, b)| a.key.to_bits() == b.key.to_bits() && a.item == b.item)
+        if self.capacity != other.capacity || self.len() != other.len() {
+            return false;
+        }
+        let same_key = |a: &&Keyed<T>, b: &&Keyed<T>| a.key.to_bits() == b.key.to_bits();
+        let (ours, theirs) = (self.sorted(), other.sorted());
+        ours.chunk_by(same_key)
+            .zip(theirs.chunk_by(same_key))
+            .all(|(a, b)| a.len() == b.len() && a[0].key.to_bits() == b[0].key.to_bits() && same_items(a, b))
     }
+}
+
+/// Whether two groups of entries of one key hold the same items, in any order (groups of
+/// more than one are rare, so the quadratic matching costs nothing in practice).
+fn same_items<T: PartialEq>(a: &[&Keyed<T>], b: &[&Keyed<T>]) -> bool {
+    let mut matched = vec![false; b.len()];
+    a.iter().all(|x| match (0..b.len()).find(|&j| !matched[j] && b[j].item == x.item) {
+        Some(j) => {
+            matched[j] = true;
+            true
+        }
+        None => false,
+    })
 }

@@ -348,9 +348,9 @@ impl<T: Item> PrioritySample<T> {
             return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
         }
         let state = State::decode(&mut r, capacity + 1, |key, (_, w): &(T, f64)| {
-            // `U / w` with `U` in (0, 1), which may underflow to 0 for the largest weights and
-            // overflow to +∞ for the tiniest.
-            Weight::new(*w).is_ok() && key >= 0.0 && (key == f64::INFINITY || key * w <= 1.0)
+            // `U / w` with `U` in (0, 1), which overflows to +∞ only for weights below
+            // `1 / f64::MAX` (`2 / f64::MAX` leaves room for rounding among subnormals).
+            Weight::new(*w).is_ok() && key >= 0.0 && (key.is_finite() && key * w <= 1.0 || *w < 2.0 / f64::MAX)
         })?;
         r.finish()?;
         Ok(Self { state, total_weight })

@@ -57,7 +57,7 @@ impl<T> State<T> {
                 "the same (make parts with empty_part, or give them distinct seeds)",
             ));
         }
-        if self.seen == 0 {
+        if self.seen == 0 && other.seen > 0 {
             // An empty sampler merging a non-empty one becomes it, generator included: keeping
             // its own generator, restarted at the beginning of a stream, could replay draws the
             // other has made (an `empty_like` of it restarts its very stream).
@@ -89,15 +89,33 @@ impl<T> State<T> {
         w.put_u64(self.seen);
         let sorted = self.sample.sorted();
         w.put_u32(sorted.len() as u32);
-        for keyed in sorted {
-            w.put_f64(keyed.key);
-            w.put_item(&keyed.item);
+        for group in sorted.chunk_by(|a, b| a.key.to_bits() == b.key.to_bits()) {
+            if let [keyed] = group {
+                w.put_f64(keyed.key);
+                w.put_item(&keyed.item);
+                continue;
+            }
+            // Equal keys (rare: +∞ from the tiniest weights, or a coincidence of draws) go in
+            // the order of their items' bytes, so that one sample has one encoding.
+            let mut items: Vec<Vec<u8>> = group
+                .iter()
+                .map(|keyed| {
+                    let mut bytes = Vec::new();
+                    keyed.item.encode(&mut bytes);
+                    bytes
+                })
+                .collect();
+            items.sort_unstable();
+            for bytes in &items {
+                w.put_f64(group[0].key);
+                w.put_bytes(bytes);
+            }
         }
     }
 
     /// Reads what [`encode`](Self::encode) wrote, for a sample of `capacity` items: exactly
     /// `min(seen, capacity)` entries, keys accepted by `valid` (which also sees the item) and
-    /// in increasing order. The decoded state draws from a stream derived from its seed,
+    /// in increasing order, entries of equal keys in increasing order of their items' bytes. The decoded state draws from a stream derived from its seed,
     /// stream and count, since the generator's state is not stored.
     pub(crate) fn decode(
         r: &mut Reader<'_>,
@@ -119,19 +137,21 @@ impl<T> State<T> {
         }
         // Each entry takes at least its 8-byte key: check before decoding any.
         r.expect_items(count, 8)?;
-        let mut previous = f64::NEG_INFINITY;
+        let mut previous: (f64, &[u8]) = (f64::NEG_INFINITY, &[]);
         for _ in 0..count {
             let key = r.f64()?;
-            let item: T = r.item()?;
-            // Keys are never negative (nor −0): with `total_cmp` order the encoding is then the
-            // one `encode` writes, and a summary has exactly one.
-            if key.is_sign_negative() || !valid(key, &item) || key.total_cmp(&previous).is_lt() {
+            let (item, bytes) = r.item_and_bytes::<T>()?;
+            // Keys are never negative (nor −0): with `total_cmp` order, and ties in the order of
+            // the items' bytes, the encoding is then the one `encode` writes, and a summary has
+            // exactly one.
+            let order = key.total_cmp(&previous.0).then_with(|| bytes.cmp(previous.1));
+            if key.is_sign_negative() || !valid(key, &item) || order.is_lt() {
                 return Err(DecodeError::InvalidField {
                     field: "keys",
                     reason: "out of range or not in increasing order",
                 });
             }
-            previous = key;
+            previous = (key, bytes);
             state.sample.offer(key, item);
         }
         state.rng = Stream::new(seed, resumed_stream(stream, seen));

@@ -368,8 +368,10 @@ impl<T: Item> WeightedReservoir<T> {
             return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
         }
         let state = State::decode(&mut r, capacity, |key, (_, w): &(T, f64)| {
-            // `E / w` overflows to +∞ for the tiniest weights, and underflows to 0 for the largest.
-            key >= 0.0 && Weight::new(*w).is_ok()
+            // `E / w` underflows to 0 for the largest weights, and overflows to +∞ only for
+            // weights below `64 / f64::MAX` (`E = −ln(1 − U·P)` stays below 37 for the
+            // generator's `U`, which is at most `1 − 2^−53`).
+            key >= 0.0 && Weight::new(*w).is_ok() && (key.is_finite() || *w < 64.0 / f64::MAX)
         })?;
         r.finish()?;
         let mut out = Self { state, total_weight, jump: 0.0 };

@@ -228,16 +228,16 @@ impl Simulation {
             phase_end += phase.duration;
             loop {
                 let gap = if phase.rate > 0.0 { arrivals.exponential() / phase.rate } else { f64::INFINITY };
-                let arrival = now + gap;
+                // A gap below the clock's precision still moves it by one step, so a very high
+                // rate neither stalls the clock nor loses the rest of its phase.
+                let arrival = (now + gap).max(now.next_up());
                 let until = arrival.min(phase_end);
                 while next_tick <= until {
                     take_step(&mut shedder, next_tick);
                     next_tick += self.tick;
                 }
-                if arrival > phase_end || arrival <= now {
-                    // Poisson arrivals have no memory: the next phase starts afresh here. (An
-                    // arrival that does not move the clock, a gap below its precision, ends the
-                    // phase too, rather than looping for ever.)
+                if arrival > phase_end {
+                    // Poisson arrivals have no memory: the next phase starts afresh here.
                     now = phase_end.max(now);
                     break;
                 }

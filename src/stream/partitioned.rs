@@ -35,7 +35,7 @@ pub struct Partitioned<O, P> {
     partitioner: P,
 }
 
-impl<O: Mergeable + Clone, P: Partitioner> Partitioned<O, P> {
+impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// One empty instance per worker of `partitioner`, part `i` made by
     /// [`empty_part(i)`](Mergeable::empty_part) of `proto` (its configuration, not its state).
     ///
@@ -117,8 +117,8 @@ impl<O: Mergeable + Clone, P: Partitioner> Partitioned<O, P> {
     where
         O: for<'a> Operator<&'a T>,
     {
-        // In batches whose indexes fit the lists' `u32`.
-        for batch in items.chunks(1 << 30) {
+        // In batches of `BATCH`, which keeps the index lists small and reused.
+        for batch in items.chunks(BATCH) {
             let lists = route(&mut self.partitioner, batch);
             for (part, list) in self.parts.iter_mut().zip(&lists) {
                 part.observe_all(list.iter().filter_map(|&i| batch.get(i as usize)));
@@ -133,10 +133,11 @@ impl<O: Mergeable + Clone, P: Partitioner> Partitioned<O, P> {
     /// slice order. The senders' loads are added to this partitioner's. Needs the `rayon`
     /// feature.
     ///
-    /// The merged state of the deterministic synopses is that of a sequential pass, whatever
-    /// the number of threads; which worker a load-aware partitioner picks depends on how many
-    /// senders there were. An [`oblivious`](Partitioner::oblivious) partitioner (shuffle
-    /// grouping) gets one contiguous block per worker instead, with no routing.
+    /// The merged state of the sketches whose merge is exact (see [`Partitioned`]) is that of
+    /// a sequential pass, whatever the number of threads; which worker a load-aware
+    /// partitioner picks depends on how many senders there were. An
+    /// [`oblivious`](Partitioner::oblivious) partitioner (shuffle grouping) gets one contiguous
+    /// block per worker instead, sized by [`advance`](Partitioner::advance), with no routing.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
@@ -158,27 +159,22 @@ impl<O: Mergeable + Clone, P: Partitioner> Partitioned<O, P> {
     {
         use rayon::prelude::*;
         if self.partitioner.oblivious() {
-            // Shuffle grouping: one contiguous block per worker, sized as a round robin would
-            // fill them, and no routing at all.
-            let workers = self.parts.len().max(1);
-            let (size, extra) = (items.len() / workers, items.len() % workers);
-            let mut blocks = Vec::with_capacity(workers);
+            // Shuffle grouping: one contiguous block per worker, each as large as the share a
+            // round robin from the partitioner's position would give it, and no routing.
+            let sizes = self.partitioner.advance(items.len() as u64);
+            let mut blocks = Vec::with_capacity(sizes.len());
             let mut rest = items;
-            for worker in 0..workers {
-                let (block, tail) = rest.split_at((size + usize::from(worker < extra)).min(rest.len()));
+            for &size in &sizes {
+                let (block, tail) = rest.split_at(usize::try_from(size).unwrap_or(usize::MAX).min(rest.len()));
                 blocks.push(block);
                 rest = tail;
             }
             self.parts.par_iter_mut().zip(&blocks).for_each(|(part, block)| part.observe_all(block.iter()));
-            for (worker, block) in blocks.iter().enumerate() {
-                self.partitioner.add_load(worker, block.len() as u64);
-            }
             return;
         }
         // Batches of `BATCH` items per sender, with index lists reused from batch to batch: a
         // few hundred kilobytes that stay in cache, where lists for the whole slice (4 bytes
         // an item, fresh memory every call) cost more in page faults than the routing saves.
-        const BATCH: usize = 1 << 16;
         let senders = rayon::current_num_threads().max(1);
         let workers = self.parts.len();
         let mut states: Vec<(P, Vec<Vec<u32>>)> = (0..senders)
@@ -251,7 +247,9 @@ impl<O: Mergeable + Clone, P: Partitioner> Partitioned<O, P> {
     pub fn merged(&self) -> Result<O, MergeError> {
         // A partitioner has at least one worker (its constructors check it).
         let (first, rest) = self.parts.split_first().ok_or_else(|| MergeError::new("workers", 0, "at least 1"))?;
-        let mut out = first.clone();
+        // (An empty sampler merging a part adopts its state, generator included.)
+        let mut out = first.empty_like();
+        out.merge(first)?;
         out.merge_all(rest)?;
         Ok(out)
     }
@@ -286,11 +284,13 @@ impl<O: Mergeable + Clone, P: Partitioner> Partitioned<O, P> {
     }
 }
 
+/// Items routed per batch: small index lists, reused and in cache.
+const BATCH: usize = 1 << 16;
+
 /// The indexes of `items` routed to each worker, in order.
 fn route<T: Hashable, P: Partitioner>(partitioner: &mut P, items: &[T]) -> Vec<Vec<u32>> {
     let workers = partitioner.workers().max(1);
-    // Room for an even share, so that balanced routing never reallocates.
-    let mut lists = vec![Vec::with_capacity(items.len() / workers + 64); workers];
+    let mut lists = vec![Vec::new(); workers];
     route_into(partitioner, items, &mut lists);
     lists
 }
@@ -318,7 +318,10 @@ fn route_into<T: Hashable, P: Partitioner>(partitioner: &mut P, items: &[T], lis
             }
         }
     } else {
-        let workers: Vec<u8> = items.iter().map(|item| route(partitioner, item) as u8).collect();
+        // (A worker index out of range, from a faulty partitioner, drops the item, as
+        // `observe` does, rather than wrapping onto another worker.)
+        let workers: Vec<u8> =
+            items.iter().map(|item| u8::try_from(route(partitioner, item)).unwrap_or(u8::MAX)).collect();
         for (w, list) in lists.iter_mut().enumerate() {
             list.clear();
             list.resize(items.len(), 0);

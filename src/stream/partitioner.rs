@@ -35,7 +35,8 @@ pub trait Partitioner: Clone {
     fn workers(&self) -> usize;
 
     /// The worker of an item given by its routing hash (of its key, hashed with
-    /// [`ROUTING_SEED`]), counting it in that worker's load.
+    /// [`ROUTING_SEED`]), counting it in that worker's load. Always below
+    /// [`workers`](Self::workers) (an index out of range drops the item).
     fn route_hash(&mut self, hash: u64) -> usize;
 
     /// Items routed to each worker so far (by this sender, plus any loads absorbed).
@@ -60,6 +61,22 @@ pub trait Partitioner: Clone {
     /// ```
     fn oblivious(&self) -> bool {
         false
+    }
+
+    /// For an [`oblivious`](Self::oblivious) partitioner: routes the next `items` items, all
+    /// at once, counts them in the loads, and returns how many each worker gets (in worker
+    /// order). The default gives each worker an even share, the first `items % workers` one
+    /// more; a round robin overrides it to continue from where it stands.
+    fn advance(&mut self, items: u64) -> Vec<u64> {
+        let workers = self.workers().max(1) as u64;
+        let (base, extra) = (items / workers, items % workers);
+        (0..workers)
+            .map(|worker| {
+                let share = base + u64::from(worker < extra);
+                self.add_load(worker as usize, share);
+                share
+            })
+            .collect()
     }
 
     /// Counts `items` routed to `worker` without routing them (for [`oblivious`](Self::oblivious)
@@ -251,6 +268,18 @@ impl Partitioner for ShuffleGrouping {
     /// Shuffle grouping balances by position only: a slice may go to the workers in blocks.
     fn oblivious(&self) -> bool {
         true
+    }
+
+    /// Each worker's share of the next `items` in turn from the current position, which
+    /// moves on as if they had been routed one by one.
+    fn advance(&mut self, items: u64) -> Vec<u64> {
+        let workers = self.loads.len() as u64;
+        let (base, extra) = (items / workers, items % workers);
+        let next = self.next as u64;
+        let shares: Vec<u64> = (0..workers).map(|w| base + u64::from((w + workers - next) % workers < extra)).collect();
+        self.loads.iter_mut().zip(&shares).for_each(|(load, share)| *load += share);
+        self.next = ((next + extra) % workers) as usize;
+        shares
     }
 
     fn add_load(&mut self, worker: usize, items: u64) {

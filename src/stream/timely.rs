@@ -22,9 +22,10 @@ use crate::hash::Hashable;
 /// others.
 ///
 /// The partitioner must have one worker per timely worker (`worker.peers()`). For the
-/// deterministic synopses the result is exactly the sequential one, however many workers,
-/// threads or processes; run the same computation with `-w`, or with `-n`, `-p` and `-h` over
-/// processes (see `examples/timely.rs`).
+/// sketches whose merge is exact (see [`Partitioned`](super::Partitioned)) the result is
+/// exactly the sequential one, however many workers, threads or processes; run the same
+/// computation with `-w`, or with `-n`, `-p` and `-h` over processes (see
+/// `examples/timely.rs`).
 ///
 /// ```
 /// use synopses::cardinality::HyperLogLog;
