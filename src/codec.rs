@@ -83,6 +83,8 @@ pub(crate) enum Family {
     Reservoir = 7,
     WeightedReservoir = 8,
     PrioritySample = 9,
+    UltraLogLog = 10,
+    ExaLogLog = 11,
 }
 
 /// A synopsis with an encoding in this format: what generic code (such as
@@ -125,6 +127,8 @@ macro_rules! encode_via_bytes {
 encode_via_bytes!(
     crate::cardinality::HyperLogLog,
     crate::cardinality::FlajoletMartin,
+    crate::cardinality::UltraLogLog,
+    crate::cardinality::ExaLogLog,
     crate::frequency::CountMin,
     crate::membership::Bloom,
     crate::membership::CountingBloom

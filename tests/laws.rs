@@ -10,7 +10,7 @@ use std::fmt::Debug;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
 use synopses::core::Mergeable;
 use synopses::frequency::{CountMin, Update};
 use synopses::hash::DEFAULT_SEED;
@@ -31,6 +31,31 @@ impl Subject for HyperLogLog {
     }
     fn roundtrip(&self) -> Self {
         HyperLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
+    }
+    fn state_estimate(&self) -> u64 {
+        self.register_estimate().to_bits()
+    }
+}
+
+impl Subject for UltraLogLog {
+    fn feed(&mut self, items: &[u64]) {
+        self.observe_all(items);
+    }
+    fn roundtrip(&self) -> Self {
+        UltraLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
+    }
+    fn state_estimate(&self) -> u64 {
+        let ml = self.register_estimate(UltraLogLogEstimator::MaximumLikelihood).to_bits();
+        ml.rotate_left(7) ^ self.register_estimate(UltraLogLogEstimator::Fgra).to_bits()
+    }
+}
+
+impl Subject for ExaLogLog {
+    fn feed(&mut self, items: &[u64]) {
+        self.observe_all(items);
+    }
+    fn roundtrip(&self) -> Self {
+        ExaLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
     }
     fn state_estimate(&self) -> u64 {
         self.register_estimate().to_bits()
@@ -172,6 +197,62 @@ proptest! {
     #[test]
     fn hll_algebra(p in 4_u8..=10, a in items(), b in items(), c in items()) {
         algebra_laws(&HyperLogLog::new(p).unwrap(), &a, &b, &c, true)?;
+    }
+
+    #[test]
+    fn ull_partition_law(p in 3_u8..=10, seed in any::<u64>(), items in items(), cuts in cuts()) {
+        partition_law(&UltraLogLog::with_seed(p, seed).unwrap(), &items, &cuts)?;
+    }
+
+    #[test]
+    fn ull_algebra(p in 3_u8..=10, a in items(), b in items(), c in items()) {
+        algebra_laws(&UltraLogLog::new(p).unwrap(), &a, &b, &c, true)?;
+    }
+
+    /// Every (t, d) with registers of up to 32 bits, including d = 0 (no history) and t = 0.
+    #[test]
+    fn ell_partition_law(p in 2_u8..=9, t in 0_u8..=4, d in 0_u8..=26, seed in any::<u64>(), items in items(), cuts in cuts()) {
+        let d = d.min(26 - t);
+        partition_law(&ExaLogLog::with_params(p, t, d, seed).unwrap(), &items, &cuts)?;
+    }
+
+    #[test]
+    fn ell_algebra(p in 2_u8..=9, t in 0_u8..=4, d in 0_u8..=26, a in items(), b in items(), c in items()) {
+        let d = d.min(26 - t);
+        algebra_laws(&ExaLogLog::with_params(p, t, d, 5).unwrap(), &a, &b, &c, true)?;
+    }
+
+    /// Merging sketches of different precisions gives the coarser precision, exactly the
+    /// state of a coarse sketch over both streams, in either order.
+    #[test]
+    fn mixed_precision_merges_reduce_exactly(p in 3_u8..=10, q in 3_u8..=10, a in items(), b in items()) {
+        let coarse = p.min(q);
+        let whole: Vec<u64> = a.iter().chain(&b).copied().collect();
+        let (ua, ub) = (observed(&UltraLogLog::new(p).unwrap(), &a), observed(&UltraLogLog::new(q).unwrap(), &b));
+        let expected = observed(&UltraLogLog::new(coarse).unwrap(), &whole);
+        prop_assert_eq!(&merged(&ua, &ub), &expected);
+        prop_assert_eq!(&merged(&ub, &ua), &expected);
+        prop_assert_eq!(ua.reduce(coarse).unwrap(), observed(&UltraLogLog::new(coarse).unwrap(), &a));
+        let (ea, eb) = (observed(&ExaLogLog::new(p).unwrap(), &a), observed(&ExaLogLog::new(q).unwrap(), &b));
+        let expected = observed(&ExaLogLog::new(coarse).unwrap(), &whole);
+        prop_assert_eq!(&merged(&ea, &eb), &expected);
+        prop_assert_eq!(&merged(&eb, &ea), &expected);
+    }
+
+    /// An UltraLogLog's update values are the HyperLogLog registers of the same items.
+    #[test]
+    fn ull_converts_to_the_hyperloglog_of_the_same_items(p in 4_u8..=10, items in items()) {
+        let ull = observed(&UltraLogLog::new(p).unwrap(), &items);
+        let hll = ull.to_hyperloglog();
+        prop_assert_eq!(hll.precision(), p);
+        // Equal registers: the conversion's dense sketch answers as one that saw the items,
+        // once that one is dense too (a sparse one answers with its exact count instead).
+        let mut direct = HyperLogLog::new(p).unwrap();
+        direct.observe_all(&items);
+        if !direct.is_sparse() {
+            prop_assert_eq!(&hll, &direct);
+        }
+        prop_assert_eq!(hll.is_sparse(), items.is_empty());
     }
 
     #[test]

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use synopses::DecodeError;
-use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
 use synopses::core::Confidence;
 use synopses::core::{Mergeable, Weight};
 use synopses::frequency::{CountMin, HeavyHitters, Update};
@@ -41,6 +41,8 @@ const CBF: u8 = 6;
 const RES: u8 = 7;
 const WRES: u8 = 8;
 const PRIO: u8 = 9;
+const ULL: u8 = 10;
+const ELL: u8 = 11;
 /// Header (4 bytes) plus checksum trailer (8 bytes).
 const ENVELOPE_LEN: usize = 12;
 
@@ -2123,4 +2125,231 @@ mod review_regressions {
         let entries = k as u64 + (r.random_draws() - k as u64 - 1) / 2;
         assert_eq!(clones.get() as u64, entries);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// UltraLogLog and ExaLogLog
+// ---------------------------------------------------------------------------------------------
+
+/// An UltraLogLog body: precision, flags, seed, the martingale if any, the register bytes.
+fn ull_body(p: u8, martingale: Option<f64>, registers: &[u8]) -> Vec<u8> {
+    let mut body = vec![p, u8::from(martingale.is_some())];
+    body.extend_from_slice(&9_u64.to_le_bytes());
+    if let Some(x) = martingale {
+        body.extend_from_slice(&x.to_le_bytes());
+    }
+    body.extend_from_slice(registers);
+    body
+}
+
+/// Decodes `bytes` as an UltraLogLog and as an ExaLogLog; what decodes must be canonical and
+/// usable, what does not must say why.
+fn check_history_sketches(bytes: &[u8]) -> Result<(), TestCaseError> {
+    match UltraLogLog::from_bytes(bytes) {
+        Err(e) => prop_assert!(!e.to_string().is_empty()),
+        Ok(ull) => {
+            prop_assert!(ull.to_bytes() == bytes, "an accepted encoding is not canonical");
+            for estimator in [UltraLogLogEstimator::MaximumLikelihood, UltraLogLogEstimator::Fgra] {
+                prop_assert!(ull.register_estimate(estimator) >= 0.0);
+            }
+            let b = ull.bounds(Confidence::TwoSigma);
+            prop_assert!(b.lower <= b.upper);
+            let mut more = ull.clone();
+            more.merge(&ull).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(&more, &ull);
+            more.observe_hash(0);
+            more.observe_hash(u64::MAX);
+            prop_assert!(more.estimate() >= 0.0);
+            prop_assert!(ull.reduce(3).is_ok());
+            let _ = ull.to_hyperloglog();
+        }
+    }
+    match ExaLogLog::from_bytes(bytes) {
+        Err(e) => prop_assert!(!e.to_string().is_empty()),
+        Ok(ell) => {
+            prop_assert!(ell.to_bytes() == bytes, "an accepted encoding is not canonical");
+            prop_assert!(ell.register_estimate() >= 0.0);
+            let mut more = ell.clone();
+            more.merge(&ell).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(&more, &ell);
+            more.observe_hash(0);
+            prop_assert!(more.estimate() >= 0.0);
+            prop_assert!(ell.reduce(2).is_ok());
+        }
+    }
+    Ok(())
+}
+
+static HISTORY_ENCODINGS: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
+    let mut out = Vec::new();
+    for (p, n) in [(3, 0), (3, 5), (6, 1000), (8, 100_000)] {
+        let mut ull = UltraLogLog::new(p).expect("valid precision");
+        ull.observe_all(0..n);
+        out.push(ull.to_bytes());
+        let mut merged = ull.clone();
+        merged.merge(&ull.empty_part(1)).expect("same configuration");
+        let mut other = UltraLogLog::new(p).expect("valid precision");
+        other.observe_all(n..2 * n + 1);
+        merged.merge(&other).expect("same configuration");
+        out.push(merged.to_bytes());
+    }
+    for (p, t, d, n) in [(2, 2, 20, 10), (5, 0, 0, 100), (6, 1, 9, 5000), (8, 2, 24, 100_000), (4, 4, 22, 300)] {
+        let mut ell = ExaLogLog::with_params(p, t, d, 1).expect("valid parameters");
+        ell.observe_all(0..n);
+        out.push(ell.to_bytes());
+    }
+    out
+});
+
+proptest! {
+    #[test]
+    fn history_sketches_arbitrary_bytes_never_panic(
+        family in prop_oneof![Just(ULL), Just(ELL)],
+        body in proptest::collection::vec(any::<u8>(), 0..1200),
+    ) {
+        check_history_sketches(&body)?;
+        check_history_sketches(&envelope(family, &body))?;
+    }
+
+    /// Bodies that pass the outer checks: a valid precision (and t, d), flags and length,
+    /// with arbitrary register bytes, so the register validation itself is exercised.
+    #[test]
+    fn history_sketches_structured_bodies_never_panic(
+        p in 2_u8..=7, t in 0_u8..=5, d in 0_u8..=27, flags in 0_u8..=2, martingale in any::<f64>(),
+        registers in proptest::collection::vec(any::<u8>(), 0..700),
+    ) {
+        let ull = ull_body(p, (flags == 1).then_some(martingale), &registers);
+        check_history_sketches(&envelope(ULL, &ull))?;
+        let mut ell = vec![p, t, d];
+        ell.extend_from_slice(&ull[1..]);
+        check_history_sketches(&envelope(ELL, &ell))?;
+    }
+
+    #[test]
+    fn history_sketches_reject_every_change_to_a_real_encoding(which in any::<Index>(), mutation in mutation_strategy()) {
+        let original = &HISTORY_ENCODINGS[which.index(HISTORY_ENCODINGS.len())];
+        let mutated = mutation.apply(original);
+        if mutated != *original {
+            prop_assert!(UltraLogLog::from_bytes(&mutated).is_err());
+            prop_assert!(ExaLogLog::from_bytes(&mutated).is_err());
+        }
+    }
+}
+
+#[test]
+fn history_sketches_decode_their_real_encodings() -> TestResult {
+    for bytes in HISTORY_ENCODINGS.iter() {
+        match bytes[3] {
+            ULL => assert_eq!(&UltraLogLog::from_bytes(bytes)?.to_bytes(), bytes),
+            _ => assert_eq!(&ExaLogLog::from_bytes(bytes)?.to_bytes(), bytes),
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn history_sketches_crafted_invalid_fields_are_rejected() -> TestResult {
+    let m = 8;
+    let ok = |regs: &[u8]| ull_body(3, None, regs);
+    let mut regs = vec![0_u8; m];
+    regs[0] = 4 * 5 + 3;
+    assert!(UltraLogLog::from_bytes(&envelope(ULL, &ok(&regs))).is_ok());
+    for (what, body, field) in [
+        ("precision 2", ull_body(2, None, &[0; 4]), "precision"),
+        ("precision 27", ull_body(27, None, &[]), "precision"),
+        (
+            "unknown flags",
+            {
+                let mut b = ok(&regs);
+                b[1] = 2;
+                b
+            },
+            "flags",
+        ),
+        ("history in an empty register", ok(&[1, 0, 0, 0, 0, 0, 0, 0]), "registers"),
+        ("a value below 1 in the history", ok(&[4 + 2, 0, 0, 0, 0, 0, 0, 0]), "registers"),
+        ("an update value above 65 − p", ok(&[4 * 63, 0, 0, 0, 0, 0, 0, 0]), "registers"),
+        ("a martingale on an empty sketch", ull_body(3, Some(2.0), &[0; 8]), "martingale"),
+        ("no martingale on an empty sketch", ull_body(3, None, &[0; 8]), "martingale"),
+        ("a martingale below the registers", ull_body(3, Some(1.5), &regs), "martingale"),
+        ("a NaN martingale", ull_body(3, Some(f64::NAN), &regs), "martingale"),
+        ("a negative zero martingale", ull_body(3, Some(-0.0), &[0; 8]), "martingale"),
+    ] {
+        let r = UltraLogLog::from_bytes(&envelope(ULL, &body));
+        assert!(is_invalid_field(&r, field), "{what}: {r:?}");
+    }
+    // Missing and trailing register bytes.
+    assert!(matches!(UltraLogLog::from_bytes(&envelope(ULL, &ok(&regs[..7]))), Err(DecodeError::Truncated { .. })));
+    assert!(matches!(
+        UltraLogLog::from_bytes(&envelope(ULL, &ok(&[&regs[..], &[0]].concat()))),
+        Err(DecodeError::TrailingBytes(1))
+    ));
+    // ExaLogLog: out-of-range parameters, and padding bits in the last byte.
+    let ell = |p: u8, t: u8, d: u8, packed: &[u8]| {
+        let mut body = vec![p, t, d, 0];
+        body.extend_from_slice(&9_u64.to_le_bytes());
+        body.extend_from_slice(packed);
+        body
+    };
+    for (p, t, d, field) in [(1, 2, 20, "precision"), (27, 2, 20, "precision"), (8, 5, 0, "t"), (8, 2, 25, "d")] {
+        let r = ExaLogLog::from_bytes(&envelope(ELL, &ell(p, t, d, &[])));
+        assert!(is_invalid_field(&r, field), "({p}, {t}, {d}): {r:?}");
+    }
+    // p = 2, t = 0, d = 1: four 7-bit registers in 28 bits, four bits of padding; the first
+    // register has u = 1 (and, without a martingale, the sketch is a merged one).
+    assert!(ExaLogLog::from_bytes(&envelope(ELL, &ell(2, 0, 1, &[2, 0, 0, 0]))).is_ok());
+    let r = ExaLogLog::from_bytes(&envelope(ELL, &ell(2, 0, 1, &[2, 0, 0, 0x10])));
+    assert!(is_invalid_field(&r, "registers"), "{r:?}");
+    Ok(())
+}
+
+#[test]
+fn history_sketches_invalid_parameters_are_config_errors() {
+    for p in [0, 2, 27, u8::MAX] {
+        assert_eq!(UltraLogLog::new(p).map_err(|e| e.parameter()).err(), Some("precision"), "{p}");
+    }
+    for p in [0, 1, 27] {
+        assert_eq!(ExaLogLog::new(p).map_err(|e| e.parameter()).err(), Some("precision"), "{p}");
+    }
+    assert_eq!(ExaLogLog::with_params(8, 5, 0, 0).map_err(|e| e.parameter()).err(), Some("t"));
+    assert_eq!(ExaLogLog::with_params(8, 4, 23, 0).map_err(|e| e.parameter()).err(), Some("d"));
+    let ull = UltraLogLog::new(8).expect("valid");
+    assert_eq!(ull.reduce(9).map_err(|e| e.parameter()).err(), Some("precision"));
+    assert_eq!(ull.reduce(2).map_err(|e| e.parameter()).err(), Some("precision"));
+}
+
+#[test]
+fn history_sketches_mismatched_merges_fail_and_change_nothing() -> TestResult {
+    let mut a = UltraLogLog::with_seed(8, 1)?;
+    a.observe_all(0..1000_u64);
+    let before = a.clone();
+    assert_eq!(a.merge(&UltraLogLog::with_seed(8, 2)?).map_err(|e| e.parameter()), Err("seed"));
+    assert_eq!(a, before);
+    let mut e = ExaLogLog::new(8)?;
+    e.observe_all(0..1000_u64);
+    let before = e.clone();
+    for (other, parameter) in [
+        (ExaLogLog::with_params(8, 1, 20, DEFAULT_SEED)?, "t"),
+        (ExaLogLog::with_params(8, 2, 19, DEFAULT_SEED)?, "d"),
+        (ExaLogLog::with_params(8, 2, 20, 3)?, "seed"),
+    ] {
+        assert_eq!(e.merge(&other).map_err(|e| e.parameter()), Err(parameter));
+        assert_eq!(e, before);
+    }
+    Ok(())
+}
+
+#[test]
+fn history_sketch_decoding_allocates_in_proportion_to_its_input() {
+    // A claim of 2^26 registers with none present.
+    let bytes = envelope(ULL, &ull_body(26, None, &[]));
+    let (r, largest, _) = measured(|| UltraLogLog::from_bytes(&bytes));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+    let mut body = vec![26, 2, 20, 0];
+    body.extend_from_slice(&0_u64.to_le_bytes());
+    let bytes = envelope(ELL, &body);
+    let (r, largest, _) = measured(|| ExaLogLog::from_bytes(&bytes));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
 }

@@ -523,6 +523,20 @@ impl HyperLogLog {
         Ok(out)
     }
 
+    /// A dense sketch with these registers (each at most `65 − precision`), without a
+    /// martingale; the empty sketch if they are all zero. For conversions from sketches that
+    /// hold HyperLogLog's registers and more.
+    pub(crate) fn from_registers(precision: u8, seed: u64, registers: Vec<u8>) -> Self {
+        let mut hll = Self { precision, seed, repr: Repr::Sparse(Sparse::new()) };
+        if registers.iter().any(|&r| r != 0) {
+            let mut dense = Dense::new(precision);
+            dense.registers = registers.into_boxed_slice();
+            dense.recount(precision);
+            hll.repr = Repr::Dense(dense);
+        }
+        hll
+    }
+
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 2.
     ///
     /// Body: precision (u8); flags (u8: bit 0 dense, bit 1 martingale present); seed (u64);

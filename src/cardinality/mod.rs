@@ -163,9 +163,15 @@
 //!   *All-distances sketches, revisited: HIP estimators for massive graphs analysis.* 2015.
 
 mod estimators;
+mod exaloglog;
 mod flajolet_martin;
+mod history;
 mod hyperloglog;
+mod optimal;
 mod register_sums;
+mod ultraloglog;
 
+pub use exaloglog::ExaLogLog;
 pub use flajolet_martin::FlajoletMartin;
 pub use hyperloglog::{HyperLogLog, MAX_PRECISION, MIN_PRECISION};
+pub use ultraloglog::{UltraLogLog, UltraLogLogEstimator};

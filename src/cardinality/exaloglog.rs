@@ -1,0 +1,450 @@
+//! ExaLogLog: registers of `6 + t + d` bits that keep the largest update value on a finer
+//! scale and `d` bits of history, with maximum-likelihood and martingale estimators. The
+//! teaching text is in the [family docs](super).
+
+use std::fmt;
+
+use super::history::{Core, Shape};
+use super::optimal;
+use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
+use crate::hash::{DEFAULT_SEED, Hashable};
+
+/// An ExaLogLog distinct counter (Ertl, 2025). See the [family docs](super) for how it works.
+///
+/// Each register keeps the largest update value `u` on a scale `2^t` times finer than
+/// HyperLogLog's, and whether each of the `d` values below `u` occurred. The recommended
+/// configuration, `t = 2`, `d = 20` (28-bit registers), has the lowest memory-variance
+/// product of the family: 3.67 with maximum likelihood and 2.83 with the martingale, against
+/// 6.45 and 4.16 for HyperLogLog's 6-bit registers (43 % less memory at the same error).
+/// Update values reach `(65 − p − t)·2^t`, which counts far beyond `2^64` distinct items:
+/// the exa-scale (`10^18`) and more.
+///
+/// Registers take 32 bits in memory and `6 + t + d` bits in [`to_bytes`](Self::to_bytes).
+///
+/// ```
+/// use synopses::cardinality::ExaLogLog;
+/// use synopses::core::Confidence;
+///
+/// let mut ell = ExaLogLog::new(10)?; // t = 2, d = 20: 3.5 KiB encoded, error 1.1 % (merged)
+/// for i in 0..1_000_000_u64 {
+///     ell.observe(i % 250_000);
+/// }
+/// assert!((ell.estimate() / 250_000.0 - 1.0).abs() < 0.04);
+/// assert!(ell.bounds(Confidence::ThreeSigma).contains(250_000.0));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct ExaLogLog {
+    core: Core<u32>,
+}
+
+impl ExaLogLog {
+    /// The smallest supported precision (4 registers).
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// assert!(ExaLogLog::new(ExaLogLog::MIN_PRECISION).is_ok());
+    /// assert!(ExaLogLog::new(ExaLogLog::MIN_PRECISION - 1).is_err());
+    /// ```
+    pub const MIN_PRECISION: u8 = 2;
+
+    /// The largest supported precision (2^26 registers).
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// assert!(ExaLogLog::new(ExaLogLog::MAX_PRECISION + 1).is_err());
+    /// ```
+    pub const MAX_PRECISION: u8 = 26;
+
+    /// The largest `t`: each power-of-two level split into `2^t` update values.
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// assert!(ExaLogLog::with_params(8, ExaLogLog::MAX_T + 1, 0, 0).is_err());
+    /// ```
+    pub const MAX_T: u8 = 4;
+
+    /// A sketch of `2^precision` registers with the recommended `t = 2`, `d = 20` and the
+    /// [default seed](DEFAULT_SEED). `precision` must be in `2..=26`.
+    ///
+    /// | precision | bytes encoded | error, one stream (martingale) | error, merged (ML) |
+    /// |---|---|---|---|
+    /// | 6 | 224 | 4.0 % | 4.5 % |
+    /// | 8 | 896 | 2.0 % | 2.3 % |
+    /// | 10 | 3.5 KiB | 0.99 % | 1.13 % |
+    /// | 12 | 14 KiB | 0.50 % | 0.57 % |
+    /// | 14 | 56 KiB | 0.25 % | 0.28 % |
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// let ell = ExaLogLog::new(12)?;
+    /// assert_eq!((ell.precision(), ell.t(), ell.d()), (12, 2, 20));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn new(precision: u8) -> Result<Self, ConfigError> {
+        Self::with_params(precision, 2, 20, DEFAULT_SEED)
+    }
+
+    /// A sketch of `2^precision` registers, `t` sub-level bits and `d` history bits, hashing
+    /// with `seed`. Needs `precision` in `2..=26`, `t` in `0..=4` and `6 + t + d <= 32`.
+    /// `(t, d) = (2, 20)` is the most accurate per bit; `(2, 24)` fills 32 bits; `(0, 2)`
+    /// holds the same information as [`UltraLogLog`](super::UltraLogLog).
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// let ell = ExaLogLog::with_params(10, 2, 24, 7)?;
+    /// assert_eq!((ell.t(), ell.d(), ell.seed()), (2, 24, 7));
+    /// assert!(ExaLogLog::with_params(10, 2, 25, 7).is_err()); // 33 bits
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_params(precision: u8, t: u8, d: u8, seed: u64) -> Result<Self, ConfigError> {
+        Ok(Self { core: Core::new(Self::shape(precision, t, d)?, seed) })
+    }
+
+    /// The shape of valid parameters, checked without allocating anything.
+    fn shape(precision: u8, t: u8, d: u8) -> Result<Shape, ConfigError> {
+        if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
+            return Err(ConfigError::new("precision", precision, "an integer in 2..=26"));
+        }
+        if t > Self::MAX_T {
+            return Err(ConfigError::new("t", t, "an integer in 0..=4"));
+        }
+        if 6 + u32::from(t) + u32::from(d) > 32 {
+            return Err(ConfigError::new("d", d, "at most 26 − t (registers of at most 32 bits)"));
+        }
+        Ok(Shape { p: precision, t, d })
+    }
+
+    /// The precision `p`: the sketch has `2^p` registers.
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// assert_eq!(ExaLogLog::new(9)?.precision(), 9);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn precision(&self) -> u8 {
+        self.core.shape.p
+    }
+
+    /// `t`: each power-of-two level of the update values is split into `2^t`.
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// assert_eq!(ExaLogLog::new(9)?.t(), 2);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn t(&self) -> u8 {
+        self.core.shape.t
+    }
+
+    /// `d`: the bits of history per register.
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// assert_eq!(ExaLogLog::new(9)?.d(), 20);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn d(&self) -> u8 {
+        self.core.shape.d
+    }
+
+    /// The seed items are hashed with.
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// assert_eq!(ExaLogLog::with_params(9, 2, 20, 3)?.seed(), 3);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seed(&self) -> u64 {
+        self.core.seed
+    }
+
+    /// Observes one item.
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// let mut ell = ExaLogLog::new(10)?;
+    /// ell.observe("alice");
+    /// ell.observe(42_u64);
+    /// ell.observe("alice");
+    /// assert!((ell.estimate() - 2.0).abs() < 0.01);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn observe<T: Hashable>(&mut self, item: T) {
+        self.core.observe_hash(item.hash64(self.core.seed));
+    }
+
+    /// Observes every item of an iterator: the same state as [`observe`](Self::observe) on
+    /// each.
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// let mut batch = ExaLogLog::new(8)?;
+    /// batch.observe_all(0..10_000_u64);
+    /// let mut one_by_one = ExaLogLog::new(8)?;
+    /// (0..10_000_u64).for_each(|i| one_by_one.observe(i));
+    /// assert_eq!(batch, one_by_one);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_all<T: Hashable, I: IntoIterator<Item = T>>(&mut self, items: I) {
+        let seed = self.core.seed;
+        self.core.observe_hashes(items.into_iter().map(|item| item.hash64(seed)));
+    }
+
+    /// Observes an item by its 64-bit hash (see
+    /// [`HyperLogLog::observe_hash`](super::HyperLogLog::observe_hash)).
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    /// use synopses::hash::Hashable;
+    ///
+    /// let mut a = ExaLogLog::new(8)?;
+    /// let mut b = ExaLogLog::new(8)?;
+    /// a.observe("x");
+    /// b.observe_hash("x".hash64(b.seed()));
+    /// assert_eq!(a, b);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn observe_hash(&mut self, hash: u64) {
+        self.core.observe_hash(hash);
+    }
+
+    /// The estimated number of distinct items: the martingale estimate while the sketch has
+    /// seen only its own stream, the bias-corrected maximum-likelihood estimate after a merge
+    /// or a reduction.
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// let mut ell = ExaLogLog::new(10)?;
+    /// ell.observe_all(0..100_000_u64);
+    /// assert!((ell.estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.01);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn estimate(&self) -> f64 {
+        self.core.martingale.unwrap_or_else(|| self.register_estimate())
+    }
+
+    /// The maximum-likelihood estimate from the registers alone, divided by `1 + c/m` to
+    /// remove its first-order bias: what any sketch with these registers answers, merged or
+    /// not. One pass over the registers, then a few Newton steps.
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// let mut ell = ExaLogLog::new(10)?;
+    /// ell.observe_all(0..100_000_u64);
+    /// assert!((ell.register_estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.0114);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn register_estimate(&self) -> f64 {
+        optimal::corrected_ml(&self.core)
+    }
+
+    /// The martingale estimate, if the sketch has one (see
+    /// [`UltraLogLog::martingale_estimate`](super::UltraLogLog::martingale_estimate)).
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// let mut a = ExaLogLog::new(8)?;
+    /// a.observe_all(0..10_000_u64);
+    /// assert!(a.martingale_estimate().is_some());
+    /// a.merge(&a.clone())?;
+    /// assert!(a.martingale_estimate().is_none());
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn martingale_estimate(&self) -> Option<f64> {
+        self.core.martingale
+    }
+
+    /// The relative standard error of [`estimate`](Self::estimate) as the sketch stands:
+    /// `√(MVP / ((6 + t + d)·m))` with the memory-variance product of the estimator in use
+    /// (for `t = 2`, `d = 20`: 2.83 for the martingale, 3.67 for maximum likelihood).
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// let ell = ExaLogLog::new(10)?;
+    /// assert!((ell.relative_standard_error() - (2.8267_f64 / (28.0 * 1024.0)).sqrt()).abs() < 1e-5);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn relative_standard_error(&self) -> f64 {
+        let shape = self.core.shape;
+        let mvp = if self.core.martingale.is_some() { optimal::mvp_martingale(shape) } else { optimal::mvp_ml(shape) };
+        optimal::relative_standard_error(mvp, shape)
+    }
+
+    /// A confidence interval for the number of distinct items:
+    /// `estimate · (1 ± z · relative_standard_error)`, its lower end raised to the number of
+    /// distinct (register, value) pairs the sketch knows it has seen.
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    /// use synopses::core::Confidence;
+    ///
+    /// let mut ell = ExaLogLog::new(10)?;
+    /// ell.observe_all(0..50_000_u64);
+    /// let b = ell.bounds(Confidence::TwoSigma);
+    /// assert!(b.lower < 50_000.0 && 50_000.0 < b.upper);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn bounds(&self, confidence: Confidence) -> Bounds {
+        Bounds::relative(self.estimate(), self.relative_standard_error(), confidence, self.core.seen_pairs() as f64)
+    }
+
+    /// Bytes of memory the sketch holds (the struct and its 32-bit registers).
+    ///
+    /// ```
+    /// # use synopses::cardinality::ExaLogLog;
+    /// let ell = ExaLogLog::new(10)?;
+    /// assert!(ell.size_in_bytes() >= 4096 && ell.size_in_bytes() < 4096 + 128);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn size_in_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + 4 * self.core.registers.len()
+    }
+
+    /// Merges `other` into `self`: afterwards `self` holds the registers of one sketch that
+    /// observed both streams, at the smaller of the two precisions (a finer sketch is
+    /// [reduced](Self::reduce) first, exactly). `t`, `d` and the seed must match; otherwise a
+    /// [`MergeError`] is returned and `self` is unchanged. A merge ends the martingale
+    /// estimate (but for the empty sketch's).
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// let mut a = ExaLogLog::new(10)?;
+    /// let mut b = ExaLogLog::new(8)?;
+    /// a.observe_all(0..60_000_u64);
+    /// b.observe_all(40_000..100_000_u64);
+    /// a.merge(&b)?;
+    /// assert_eq!(a.precision(), 8);
+    /// assert!((a.estimate() / 100_000.0 - 1.0).abs() < 0.1);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        MergeError::check("t", self.t(), other.t())?;
+        MergeError::check("d", self.d(), other.d())?;
+        MergeError::check("seed", self.core.seed, other.core.seed)?;
+        let (ours, theirs) = (self.precision(), other.precision());
+        if theirs < ours {
+            self.core = self.core.reduce(theirs);
+        }
+        if theirs > ours {
+            self.core.merge_same(&other.core.reduce(ours));
+        } else {
+            self.core.merge_same(&other.core);
+        }
+        Ok(())
+    }
+
+    /// This sketch at a lower precision: the same registers as if a sketch of `precision`
+    /// had observed the same items. The martingale estimate does not carry over.
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// let mut fine = ExaLogLog::new(10)?;
+    /// let mut coarse = ExaLogLog::new(7)?;
+    /// fine.observe_all(0..50_000_u64);
+    /// coarse.observe_all(0..50_000_u64);
+    /// assert_eq!(fine.reduce(7)?, coarse);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reduce(&self, precision: u8) -> Result<Self, ConfigError> {
+        if !(Self::MIN_PRECISION..=self.precision()).contains(&precision) {
+            return Err(ConfigError::new("precision", precision, "an integer from 2 to the sketch's precision"));
+        }
+        Ok(Self { core: self.core.reduce(precision) })
+    }
+
+    /// Encodes the sketch in the crate's [binary format](crate::codec), family code 11.
+    ///
+    /// Body: precision (u8), t (u8), d (u8), flags (u8: bit 0 martingale present), seed
+    /// (u64), the martingale (f64) if present, then the `m` registers packed `6 + t + d` bits
+    /// each, least significant bits first, the last byte padded with zeros.
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// let mut ell = ExaLogLog::new(10)?;
+    /// ell.observe_all(0..10_000_u64);
+    /// let bytes = ell.to_bytes();
+    /// assert_eq!(bytes.len(), 4 + 4 + 8 + 8 + 1024 * 28 / 8 + 8);
+    /// assert_eq!(ExaLogLog::from_bytes(&bytes)?, ell);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let shape = self.core.shape;
+        let body = 20 + super::history::packed_len(shape.registers(), shape.bits());
+        let mut w = Writer::new(Family::ExaLogLog, body);
+        w.put_u8(shape.p);
+        w.put_u8(shape.t);
+        w.put_u8(shape.d);
+        self.core.encode(&mut w);
+        w.finish()
+    }
+
+    /// Decodes a sketch written by [`to_bytes`](Self::to_bytes), validating every field.
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// let ell = ExaLogLog::new(8)?;
+    /// assert_eq!(ExaLogLog::from_bytes(&ell.to_bytes())?, ell);
+    /// assert!(ExaLogLog::from_bytes(b"not a sketch").is_err());
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::open(bytes, Family::ExaLogLog)?;
+        let (p, t, d) = (r.u8()?, r.u8()?, r.u8()?);
+        let shape = Self::shape(p, t, d).map_err(|e| DecodeError::InvalidField {
+            field: e.parameter(),
+            reason: "outside the supported configurations",
+        })?;
+        let core = Core::decode(&mut r, shape)?;
+        r.finish()?;
+        Ok(Self { core })
+    }
+}
+
+impl PartialEq for ExaLogLog {
+    /// Same configuration, seed and registers. The martingale estimate is a record of one
+    /// stream's history rather than state, and is not compared.
+    fn eq(&self, other: &Self) -> bool {
+        self.core == other.core
+    }
+}
+
+impl Eq for ExaLogLog {}
+
+impl fmt::Debug for ExaLogLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExaLogLog")
+            .field("precision", &self.precision())
+            .field("t", &self.t())
+            .field("d", &self.d())
+            .field("seed", &self.core.seed)
+            .field("estimate", &self.estimate())
+            .finish()
+    }
+}
+
+hashed_operator!(ExaLogLog);
+
+impl Mergeable for ExaLogLog {
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        ExaLogLog::merge(self, other)
+    }
+
+    fn empty_like(&self) -> Self {
+        Self { core: self.core.empty_like() }
+    }
+}
+
+serde_via_bytes!(ExaLogLog);

@@ -1,0 +1,651 @@
+//! Registers with a history, shared by [`UltraLogLog`](super::UltraLogLog) and
+//! [`ExaLogLog`](super::ExaLogLog): each keeps the largest *update value* `u` its items gave
+//! and, in `d` more bits, which of the `d` values just below `u` were given too.
+//!
+//! A register is `u << d | h`, where bit `d − i` of `h` says whether value `u − i` occurred,
+//! for `i` in `1..=d` (the empty register is 0; the layout of the ExaLogLog paper, and for
+//! `d = 2` UltraLogLog's `4u + 2·[u−1 seen] + [u−2 seen]`). Update values come from the hash (see [`Shape::locate`]); with
+//! `t` extra bits of the hash each power-of-two level is split into `2^t` values, so value
+//! `k` has probability
+//!
+//! ```text
+//!   ρ_k = 2^(−t − 1 − j)   at level j = ⌊(k − 1) / 2^t⌋ < L = 64 − p − t,
+//!   ρ_k = 2^(−t − L)       at the top level L (where the geometric part ran out of bits).
+//! ```
+//!
+//! Everything the estimators need is a function of which values each register has seen,
+//! which has not, and which it no longer knows: the maximum-likelihood estimator (Ertl 2024)
+//! and the martingale both read the probability mass of the values *known not seen*, kept
+//! here exactly in 64.64 fixed point (every `ρ_k` is a power of two of at least `2^−64+p`).
+
+use super::estimators::pow2;
+use crate::core::DecodeError;
+
+/// The configuration of a register array: precision `p` (`2^p` registers), `t` bits of
+/// sub-level and `d` bits of history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub(crate) p: u8,
+    pub(crate) t: u8,
+    pub(crate) d: u8,
+}
+
+/// `2^64` in the 64.64 fixed point of probabilities.
+const ONE: u128 = 1 << 64;
+
+impl Shape {
+    pub(crate) fn registers(self) -> usize {
+        1 << self.p
+    }
+
+    /// Bits per register: 6 + t for the update value, d for the history.
+    pub(crate) fn bits(self) -> u32 {
+        6 + u32::from(self.t) + u32::from(self.d)
+    }
+
+    /// `L = 64 − p − t`: the width of the geometric part of the hash, and the top level.
+    fn top_level(self) -> u32 {
+        64 - u32::from(self.p) - u32::from(self.t)
+    }
+
+    /// The largest update value, `(65 − p − t) · 2^t`.
+    pub(crate) fn max_value(self) -> u32 {
+        (self.top_level() + 1) << self.t
+    }
+
+    fn history_mask(self) -> u64 {
+        (1 << self.d) - 1
+    }
+
+    /// The register index (the top `p` bits) and the update value of a hash:
+    ///
+    /// ```text
+    ///   hash:  | index: p bits | geometric part: 64 − p − t bits | sub-level: t bits |
+    ///   z = trailing zeros of the geometric part (at most L = 64 − p − t)
+    ///   k = z · 2^t + sub-level + 1
+    /// ```
+    ///
+    /// With `t = 0` this is exactly [`HyperLogLog`](super::HyperLogLog)'s rank, so an
+    /// UltraLogLog register's `u` is the HyperLogLog register of the same precision.
+    #[inline]
+    pub(crate) fn locate(self, hash: u64) -> (usize, u32) {
+        let (p, t) = (u32::from(self.p), u32::from(self.t));
+        let index = (hash >> (64 - p)) as usize;
+        let sub = (hash as u32) & ((1 << t) - 1);
+        // A sentinel just above the geometric part caps its trailing zeros at L.
+        let z = ((hash >> t) | (1 << (64 - p - t))).trailing_zeros();
+        (index, (z << t) + sub + 1)
+    }
+
+    /// The register after value `k` (`1 <= k <= max_value`) occurred.
+    #[inline]
+    pub(crate) fn updated(self, r: u64, k: u32) -> u64 {
+        let d = u32::from(self.d);
+        let u = (r >> d) as u32;
+        if k > u {
+            (u64::from(k) << d) | self.shifted_below(r, k - u)
+        } else if k < u && u - k <= d {
+            r | 1 << (d - (u - k))
+        } else {
+            r
+        }
+    }
+
+    /// The history bits, relative to a maximum `s` above register `r`'s, that say which values
+    /// `r` has seen: its own `u` and history, `s` places down. Nothing for the empty register.
+    #[inline]
+    fn shifted_below(self, r: u64, s: u32) -> u64 {
+        if r == 0 {
+            return 0;
+        }
+        // `u` becomes the bit just above the history, and everything moves down `s` places.
+        let seen = (r & self.history_mask()) | 1 << self.d;
+        seen.checked_shr(s).unwrap_or(0)
+    }
+
+    /// The register that has seen what `a` and `b` have: the union of two sketches' registers.
+    #[inline]
+    pub(crate) fn union(self, a: u64, b: u64) -> u64 {
+        let (high, low) = if a >= b { (a, b) } else { (b, a) };
+        let d = u32::from(self.d);
+        let s = ((high >> d) - (low >> d)) as u32;
+        if s == 0 { high | low } else { high | self.shifted_below(low, s) }
+    }
+
+    /// `2^64 · ρ_k`: the probability that an item of the register gives value `k`.
+    fn rho_fixed(self, k: u32) -> u128 {
+        let j = ((k - 1) >> self.t).min(self.top_level());
+        ONE >> (u32::from(self.t) + (j + 1).min(self.top_level()))
+    }
+
+    /// `2^64 · Σ_{k > u} ρ_k`: the probability that an item of the register exceeds `u`.
+    fn tail_fixed(self, u: u32) -> u128 {
+        if u == 0 {
+            return ONE;
+        }
+        let (t, top) = (u32::from(self.t), self.top_level());
+        let level = (u - 1) >> t;
+        // Values of this level up to u, from 1 to 2^t.
+        let q = u128::from(((u - 1) & ((1 << t) - 1)) + 1);
+        if level < top { ((2 << t) - q) << (63 - t - level) } else { ((1 << t) - q) << (64 - t - top) }
+    }
+
+    /// `2^64 ·` the probability that an item of a register in state `r` changes it: the
+    /// values above `u`, and those of the window it knows it has not seen.
+    pub(crate) fn change_fixed(self, r: u64) -> u128 {
+        let d = u32::from(self.d);
+        let u = (r >> d) as u32;
+        let mut total = self.tail_fixed(u);
+        // Value u − i sits at bit d − i; values below 1 do not exist.
+        for i in 1..=d.min(u.saturating_sub(1)) {
+            if r & (1 << (d - i)) == 0 {
+                total += self.rho_fixed(u - i);
+            }
+        }
+        total
+    }
+
+    /// The levels of `ρ`: level `j` has probability `ρ(j)` per value; levels `0..=L`.
+    pub(crate) fn levels(self) -> usize {
+        self.top_level() as usize + 1
+    }
+
+    /// `ρ` at level `j`, as a float.
+    fn level_rho(self, j: usize) -> f64 {
+        let top = self.top_level() as i32;
+        pow2(-i32::from(self.t) - (j as i32 + 1).min(top))
+    }
+
+    /// Adds to `seen[j]` the values of level `j` that register `r` knows it has seen.
+    pub(crate) fn count_seen(self, r: u64, seen: &mut [u32]) {
+        let d = u32::from(self.d);
+        let u = (r >> d) as u32;
+        if u == 0 {
+            return;
+        }
+        let t = u32::from(self.t);
+        let top = self.top_level();
+        let level = |k: u32| ((k - 1) >> t).min(top) as usize;
+        seen[level(u)] += 1;
+        let mut h = r & self.history_mask();
+        while h != 0 {
+            let b = h.trailing_zeros();
+            h &= h - 1;
+            seen[level(u + b - d)] += 1;
+        }
+    }
+
+    /// Whether `r` is a register this shape can hold: `u` at most the largest value, no
+    /// history in the empty register, and none for values below 1.
+    pub(crate) fn is_valid(self, r: u64) -> bool {
+        let d = u32::from(self.d);
+        let u = r >> d;
+        let h = r & self.history_mask();
+        if u > u64::from(self.max_value()) {
+            return false;
+        }
+        // Bit b stands for value u − d + b, which must be at least 1: b >= d + 1 − u.
+        let lowest = (u64::from(d) + 1).saturating_sub(u);
+        h & ((1u64 << lowest.min(63)) - 1) == 0 && (u > 0 || h == 0)
+    }
+
+    /// The values register `r` knows it has seen, largest first.
+    fn seen_values(self, r: u64) -> impl Iterator<Item = u32> {
+        let d = u32::from(self.d);
+        let u = (r >> d) as u32;
+        let h = r & self.history_mask();
+        let top = (u > 0).then_some(u);
+        top.into_iter().chain((0..d).filter(move |&b| h & (1 << b) != 0).map(move |b| u + b - d))
+    }
+
+    /// The register of a sketch of precision `coarse` (below `self.p`) that has seen what
+    /// register `index` (state `r`) of this one has. The `p − coarse` low bits of the index
+    /// become the top of the geometric part: values below the top level stay, and values of
+    /// the top level (an all-zero geometric part) count on into those bits.
+    pub(crate) fn reduced(self, r: u64, index: usize, coarse: Shape) -> u64 {
+        let shift = u32::from(self.p - coarse.p);
+        let low = (index as u64) & ((1 << shift) - 1);
+        let more = if low == 0 { shift } else { low.trailing_zeros() };
+        let (t, top) = (u32::from(self.t), self.top_level());
+        let mut out = 0;
+        for k in self.seen_values(r) {
+            let k = if (k - 1) >> t >= top { k + (more << t) } else { k };
+            out = coarse.updated(out, k);
+        }
+        out
+    }
+
+    /// The maximum-likelihood estimate of the number of distinct items from the mass of the
+    /// values known not seen (`unseen`, `Σ` over registers, in 64.64 fixed point) and the
+    /// count of values known seen at each level (`seen`).
+    ///
+    /// Under the Poisson model each register receives items at rate `λ = n/m`, and value `k`
+    /// occurs in it with probability `1 − e^(−λ ρ_k)`, independently of the others, so
+    ///
+    /// ```text
+    ///   ln L(λ) = −λ · α + Σ_j β_j · ln(1 − e^(−λ ρ_j)),   α = unseen mass, β_j = seen[j]
+    /// ```
+    ///
+    /// is concave, and its maximum solves `H(λ) = Σ_j β_j φ(λ ρ_j) − α λ = 0` with
+    /// `φ(z) = z / (e^z − 1)`. `H` is convex and decreasing, so Newton's method started left of
+    /// the root climbs to it monotonically, without overshooting.
+    pub(crate) fn ml_estimate(self, unseen: u128, seen: &[u32]) -> f64 {
+        let m = self.registers() as f64;
+        let total_seen: f64 = seen.iter().map(|&b| f64::from(b)).sum();
+        if total_seen == 0.0 {
+            return 0.0;
+        }
+        if unseen == 0 {
+            return f64::INFINITY;
+        }
+        let alpha = wide_to_f64(unseen) * pow2(-64);
+        let terms: Vec<(f64, f64)> =
+            seen.iter().enumerate().filter(|&(_, &b)| b > 0).map(|(j, &b)| (f64::from(b), self.level_rho(j))).collect();
+        // The first Newton step from λ = 0, where H = Σβ and H' = −α − Σ β ρ / 2.
+        let mut lambda = total_seen / (alpha + terms.iter().map(|(b, rho)| b * rho).sum::<f64>() / 2.0);
+        for _ in 0..200 {
+            let (mut h, mut slope) = (-alpha * lambda, -alpha);
+            for &(b, rho) in &terms {
+                let z = lambda * rho;
+                let e = z.exp_m1();
+                // φ(z) and φ'(z) = (e^z − 1 − z e^z) / (e^z − 1)², with their limits at 0.
+                let (phi, dphi) = if z < 1e-8 { (1.0 - z / 2.0, -0.5) } else { (z / e, (e - z * (e + 1.0)) / (e * e)) };
+                h += b * phi;
+                slope += b * rho * dphi;
+            }
+            let step = -h / slope;
+            if step.is_nan() || step <= lambda * 1e-15 {
+                break;
+            }
+            lambda += step;
+        }
+        m * lambda
+    }
+}
+
+/// Converts a 128-bit fixed-point sum to `f64` from its two 64-bit halves (within an ulp).
+#[inline]
+pub(crate) fn wide_to_f64(x: u128) -> f64 {
+    ((x >> 64) as u64 as f64) * pow2(64) + (x as u64 as f64)
+}
+
+/// A register cell in memory: a byte for UltraLogLog, 32 bits for ExaLogLog.
+pub(crate) trait Cell: Copy + Default + PartialEq + std::fmt::Debug {
+    fn get(self) -> u64;
+    /// `v` fits: every register the shape makes has at most `shape.bits()` bits.
+    fn put(v: u64) -> Self;
+}
+
+impl Cell for u8 {
+    #[inline]
+    fn get(self) -> u64 {
+        u64::from(self)
+    }
+    #[inline]
+    fn put(v: u64) -> Self {
+        v as u8
+    }
+}
+
+impl Cell for u32 {
+    #[inline]
+    fn get(self) -> u64 {
+        u64::from(self)
+    }
+    #[inline]
+    fn put(v: u64) -> Self {
+        v as u32
+    }
+}
+
+/// The state both sketches share: the registers, the exact unseen mass, the martingale.
+#[derive(Clone)]
+pub(crate) struct Core<R> {
+    pub(crate) shape: Shape,
+    pub(crate) seed: u64,
+    pub(crate) registers: Box<[R]>,
+    /// `Σ change_fixed(r)` over the registers: `m · 2^64` times the probability that a new
+    /// distinct item changes the sketch, and the `α` of the likelihood.
+    pub(crate) unseen: u128,
+    /// The martingale estimate, while the sketch has seen only its own stream.
+    pub(crate) martingale: Option<f64>,
+}
+
+impl<R: Cell> Core<R> {
+    pub(crate) fn new(shape: Shape, seed: u64) -> Self {
+        let m = shape.registers();
+        Self {
+            shape,
+            seed,
+            registers: vec![R::default(); m].into_boxed_slice(),
+            unseen: (m as u128) << 64,
+            martingale: Some(0.0),
+        }
+    }
+
+    /// The empty sketch of the same configuration.
+    pub(crate) fn empty_like(&self) -> Self {
+        Self::new(self.shape, self.seed)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.registers.iter().all(|r| r.get() == 0)
+    }
+
+    #[inline]
+    pub(crate) fn observe_hash(&mut self, hash: u64) {
+        let (index, k) = self.shape.locate(hash);
+        if let Some(slot) = self.registers.get_mut(index) {
+            let old = slot.get();
+            let new = self.shape.updated(old, k);
+            if new != old {
+                *slot = R::put(new);
+                self.changed(old, new);
+            }
+        }
+    }
+
+    /// Observes many hashes, with the shape and registers in locals for the whole loop.
+    pub(crate) fn observe_hashes(&mut self, hashes: impl Iterator<Item = u64>) {
+        let shape = self.shape;
+        for hash in hashes {
+            let (index, k) = shape.locate(hash);
+            if let Some(slot) = self.registers.get_mut(index) {
+                let old = slot.get();
+                let new = shape.updated(old, k);
+                if new != old {
+                    *slot = R::put(new);
+                    self.changed(old, new);
+                }
+            }
+        }
+    }
+
+    /// Accounts for a register of this stream changing from `old` to `new`: the martingale
+    /// adds the inverse of the probability of a change (Horvitz–Thompson), then the unseen
+    /// mass follows the register.
+    #[cold]
+    fn changed(&mut self, old: u64, new: u64) {
+        if let Some(x) = &mut self.martingale {
+            *x += pow2(64 + i32::from(self.shape.p)) / wide_to_f64(self.unseen);
+        }
+        self.unseen = self.unseen - self.shape.change_fixed(old) + self.shape.change_fixed(new);
+    }
+
+    /// Recomputes the unseen mass from the registers.
+    pub(crate) fn recount(&mut self) {
+        let shape = self.shape;
+        self.unseen = self.registers.iter().map(|r| shape.change_fixed(r.get())).sum();
+    }
+
+    /// The number of (register, value) pairs known seen: each took a distinct item and a
+    /// change of its own, a floor for any estimate and for the martingale.
+    pub(crate) fn seen_pairs(&self) -> u64 {
+        let mask = self.shape.history_mask();
+        self.registers.iter().map(|r| r.get()).filter(|&r| r != 0).map(|r| 1 + u64::from((r & mask).count_ones())).sum()
+    }
+
+    /// The counts of values known seen, level by level.
+    pub(crate) fn seen_by_level(&self) -> Vec<u32> {
+        let mut seen = vec![0u32; self.shape.levels()];
+        for r in self.registers.iter() {
+            self.shape.count_seen(r.get(), &mut seen);
+        }
+        seen
+    }
+
+    /// The maximum-likelihood estimate, before any bias correction.
+    pub(crate) fn raw_ml_estimate(&self) -> f64 {
+        self.shape.ml_estimate(self.unseen, &self.seen_by_level())
+    }
+
+    /// Merges a sketch of the same shape and seed: the union register by register. The
+    /// empty sketch changes nothing; merged into an empty sketch, a sketch brings its
+    /// martingale; any other merge ends it.
+    pub(crate) fn merge_same(&mut self, other: &Self) {
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            self.clone_from(other);
+            return;
+        }
+        let shape = self.shape;
+        for (a, b) in self.registers.iter_mut().zip(other.registers.iter()) {
+            *a = R::put(shape.union(a.get(), b.get()));
+        }
+        self.recount();
+        self.martingale = None;
+    }
+
+    /// This sketch at precision `p` (at most its own): as if a sketch of that precision had
+    /// seen the same items. The martingale does not carry over.
+    pub(crate) fn reduce(&self, p: u8) -> Self {
+        if p == self.shape.p {
+            return self.clone();
+        }
+        let coarse = Shape { p, ..self.shape };
+        let mut out = Self::new(coarse, self.seed);
+        let shift = self.shape.p - p;
+        for (i, r) in self.registers.iter().enumerate() {
+            let reduced = self.shape.reduced(r.get(), i, coarse);
+            if let Some(slot) = out.registers.get_mut(i >> shift) {
+                *slot = R::put(coarse.union(slot.get(), reduced));
+            }
+        }
+        out.recount();
+        out.martingale = if out.is_empty() { Some(0.0) } else { None };
+        out
+    }
+
+    /// Writes flags (bit 0: martingale present), seed, the martingale if present, then the
+    /// registers packed `shape.bits()` bits each, least significant first.
+    pub(crate) fn encode(&self, w: &mut crate::codec::Writer) {
+        w.put_u8(u8::from(self.martingale.is_some()));
+        w.put_u64(self.seed);
+        if let Some(x) = self.martingale {
+            w.put_f64(x);
+        }
+        let bits = self.shape.bits();
+        let out = w.put_zeroed(packed_len(self.registers.len(), bits));
+        let (mut acc, mut filled, mut at) = (0u128, 0u32, 0usize);
+        for r in self.registers.iter() {
+            acc |= u128::from(r.get()) << filled;
+            filled += bits;
+            while filled >= 8 {
+                out[at] = acc as u8;
+                (acc, filled, at) = (acc >> 8, filled - 8, at + 1);
+            }
+        }
+        if filled > 0 {
+            out[at] = acc as u8;
+        }
+    }
+
+    /// Reads what [`encode`](Self::encode) wrote for `shape`, validating every register and
+    /// the martingale.
+    pub(crate) fn decode(r: &mut crate::codec::Reader<'_>, shape: Shape) -> Result<Self, DecodeError> {
+        let flags = r.u8()?;
+        if flags & !1 != 0 {
+            return Err(DecodeError::InvalidField { field: "flags", reason: "unknown flag bits" });
+        }
+        let seed = r.u64()?;
+        let martingale = if flags & 1 != 0 {
+            let x = r.f64()?;
+            if !(x.is_finite() && x.is_sign_positive()) {
+                return Err(DecodeError::InvalidField { field: "martingale", reason: "not a finite count" });
+            }
+            Some(x)
+        } else {
+            None
+        };
+        let bits = shape.bits();
+        let packed = r.take(packed_len(shape.registers(), bits))?;
+        let mut core = Self::new(shape, seed);
+        let mask = (1u128 << bits) - 1;
+        let (mut acc, mut filled, mut bytes) = (0u128, 0u32, packed.iter());
+        for slot in core.registers.iter_mut() {
+            while filled < bits {
+                acc |= u128::from(*bytes.next().unwrap_or(&0)) << filled;
+                filled += 8;
+            }
+            let v = (acc & mask) as u64;
+            (acc, filled) = (acc >> bits, filled - bits);
+            if !shape.is_valid(v) {
+                return Err(DecodeError::InvalidField {
+                    field: "registers",
+                    reason: "not a register this shape makes",
+                });
+            }
+            *slot = R::put(v);
+        }
+        if acc != 0 {
+            return Err(DecodeError::InvalidField { field: "registers", reason: "padding bits set" });
+        }
+        core.recount();
+        // Each value known seen took a change of its own, and each change adds at least 1;
+        // the empty sketch has its martingale, at 0.
+        let consistent = match martingale {
+            _ if core.is_empty() => martingale == Some(0.0),
+            Some(x) => x >= core.seen_pairs() as f64,
+            None => true,
+        };
+        if !consistent {
+            return Err(DecodeError::InvalidField { field: "martingale", reason: "not what the registers allow" });
+        }
+        core.martingale = martingale;
+        Ok(core)
+    }
+}
+
+impl<R: Cell> PartialEq for Core<R> {
+    /// Same configuration and registers; the martingale, a record of history, is not compared.
+    fn eq(&self, other: &Self) -> bool {
+        self.shape == other.shape && self.seed == other.seed && self.registers == other.registers
+    }
+}
+
+/// Bytes of `m` registers of `bits` bits each.
+pub(crate) fn packed_len(m: usize, bits: u32) -> usize {
+    (m * bits as usize).div_ceil(8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHAPES: [Shape; 5] = [
+        Shape { p: 3, t: 0, d: 2 },
+        Shape { p: 10, t: 0, d: 2 },
+        Shape { p: 4, t: 2, d: 20 },
+        Shape { p: 12, t: 2, d: 24 },
+        Shape { p: 6, t: 1, d: 9 },
+    ];
+
+    fn splitmix(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// The register from its definition: the set of values seen, `u` its maximum, bit `d − i`
+    /// for `u − i`.
+    fn from_set(shape: Shape, seen: &std::collections::BTreeSet<u32>) -> u64 {
+        let Some(&u) = seen.last() else { return 0 };
+        let d = u32::from(shape.d);
+        let h = (1..=d).filter(|&i| u > i && seen.contains(&(u - i))).fold(0, |h, i| h | 1 << (d - i));
+        u64::from(u) << d | h
+    }
+
+    #[test]
+    fn probabilities_sum_to_one_and_tails_match() {
+        for shape in SHAPES {
+            let total: u128 = (1..=shape.max_value()).map(|k| shape.rho_fixed(k)).sum();
+            assert_eq!(total, ONE, "{shape:?}");
+            for u in 0..=shape.max_value() {
+                let tail: u128 = (u + 1..=shape.max_value()).map(|k| shape.rho_fixed(k)).sum();
+                assert_eq!(shape.tail_fixed(u), tail, "{shape:?} u {u}");
+            }
+        }
+    }
+
+    #[test]
+    fn locate_gives_the_documented_distribution_limits() {
+        for shape in SHAPES {
+            let p = u32::from(shape.p);
+            assert_eq!(shape.locate(0), (0, shape.max_value() - (1 << shape.t) + 1));
+            assert_eq!(shape.locate(u64::MAX), ((1 << p) - 1, 1 << shape.t));
+            assert_eq!(shape.locate(1 << shape.t).1, 1);
+        }
+        // t = 0 is HyperLogLog's rank.
+        let ull = Shape { p: 14, t: 0, d: 2 };
+        assert_eq!(ull.locate(1 << 49), (0, 50));
+        assert_eq!(ull.locate(1 << 50), (1, 51));
+    }
+
+    #[test]
+    fn registers_follow_their_definition() {
+        let mut state = 1;
+        for shape in SHAPES {
+            for _ in 0..300 {
+                let mut set = std::collections::BTreeSet::new();
+                let mut r = 0;
+                let mut other_set = std::collections::BTreeSet::new();
+                let mut other = 0;
+                for _ in 0..(splitmix(&mut state) % 40) {
+                    let (_, k) = shape.locate(splitmix(&mut state));
+                    set.insert(k);
+                    r = shape.updated(r, k);
+                    assert_eq!(r, from_set(shape, &set), "{shape:?}");
+                    assert!(shape.is_valid(r));
+                    let (_, k) = shape.locate(splitmix(&mut state) >> (splitmix(&mut state) % 8));
+                    other_set.insert(k);
+                    other = shape.updated(other, k);
+                }
+                let union: std::collections::BTreeSet<u32> = set.union(&other_set).copied().collect();
+                assert_eq!(shape.union(r, other), from_set(shape, &union), "{shape:?}");
+                // The change probability is the mass of the values whose arrival changes r.
+                let changes: u128 =
+                    (1..=shape.max_value()).filter(|&k| shape.updated(r, k) != r).map(|k| shape.rho_fixed(k)).sum();
+                assert_eq!(shape.change_fixed(r), changes, "{shape:?} r {r:x}");
+            }
+        }
+    }
+
+    #[test]
+    fn reduction_equals_observing_at_the_coarser_precision() {
+        let mut state = 5;
+        for shape in SHAPES {
+            for coarse_p in 2..shape.p {
+                let coarse = Shape { p: coarse_p, ..shape };
+                let mut fine = vec![0u64; shape.registers()];
+                let mut direct = vec![0u64; coarse.registers()];
+                for i in 0..3000 {
+                    let hash = splitmix(&mut state) >> (i % 64) << (i % 3);
+                    let (index, k) = shape.locate(hash);
+                    fine[index] = shape.updated(fine[index], k);
+                    let (index, k) = coarse.locate(hash);
+                    direct[index] = coarse.updated(direct[index], k);
+                }
+                let mut reduced = vec![0u64; coarse.registers()];
+                for (i, &r) in fine.iter().enumerate() {
+                    let to = i >> (shape.p - coarse_p);
+                    reduced[to] = coarse.union(reduced[to], shape.reduced(r, i, coarse));
+                }
+                assert_eq!(reduced, direct, "{shape:?} to {coarse_p}");
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_registers_are_recognized() {
+        let ull = Shape { p: 10, t: 0, d: 2 };
+        assert!(ull.is_valid(0));
+        assert!(!ull.is_valid(1), "history in the empty register");
+        assert!(!ull.is_valid(4 | 1) && !ull.is_valid(4 | 2), "u = 1 has no values below it");
+        assert!(ull.is_valid(8 | 2) && !ull.is_valid(8 | 1), "u = 2 has only value 1 below");
+        assert!(ull.is_valid(4 * 55 + 3) && !ull.is_valid(4 * 56));
+    }
+}

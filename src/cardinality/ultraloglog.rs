@@ -1,0 +1,455 @@
+//! UltraLogLog: HyperLogLog's registers plus two bits of history, with its FGRA,
+//! maximum-likelihood and martingale estimators. The teaching text is in the
+//! [family docs](super).
+
+use std::fmt;
+
+use super::history::{Core, Shape};
+use super::hyperloglog::HyperLogLog;
+use super::optimal;
+use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
+use crate::hash::{DEFAULT_SEED, Hashable};
+
+/// Which estimator [`UltraLogLog::register_estimate`] uses to answer from the registers alone.
+///
+/// ```
+/// use synopses::cardinality::{UltraLogLog, UltraLogLogEstimator};
+///
+/// let mut ull = UltraLogLog::new(10)?;
+/// ull.observe_all(0..100_000_u64);
+/// let ml = ull.register_estimate(UltraLogLogEstimator::MaximumLikelihood);
+/// let fgra = ull.register_estimate(UltraLogLogEstimator::Fgra);
+/// assert!((ml / 100_000.0 - 1.0).abs() < 0.1 && (fgra / 100_000.0 - 1.0).abs() < 0.1);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum UltraLogLogEstimator {
+    /// Maximum likelihood over every value each register knows it has or has not seen
+    /// (memory-variance product ≈ 4.63; the default).
+    #[default]
+    MaximumLikelihood,
+    /// Ertl's "further generalized remaining area" estimator: a closed form, a single pass
+    /// over the registers and no iteration (memory-variance product ≈ 4.94).
+    Fgra,
+}
+
+/// An UltraLogLog distinct counter (Ertl, VLDB 2024): one byte per register, like an 8-bit
+/// HyperLogLog, but the byte holds more. See the [family docs](super) for how it works.
+///
+/// Each register keeps the largest update value `u` (HyperLogLog's register) in six bits and,
+/// in the two bits HyperLogLog leaves unused, whether the values `u − 1` and `u − 2` occurred
+/// too. At the same memory that gives a standard error about 28 % below HyperLogLog's 8-bit
+/// registers (memory-variance product 4.63 against 8.6 with maximum likelihood; 3.47 against
+/// 5.55 with the martingale estimator).
+///
+/// ```
+/// use synopses::cardinality::UltraLogLog;
+/// use synopses::core::Confidence;
+///
+/// let mut ull = UltraLogLog::new(12)?; // 4 KiB, standard error 0.9 % (1.2 % merged)
+/// for i in 0..1_000_000_u64 {
+///     ull.observe(i % 250_000);
+/// }
+/// assert!((ull.estimate() / 250_000.0 - 1.0).abs() < 0.04);
+/// assert!(ull.bounds(Confidence::ThreeSigma).contains(250_000.0));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct UltraLogLog {
+    core: Core<u8>,
+}
+
+/// Update values never exceed `65 − p`, so `4u + 3` fits a byte from precision 3 on.
+const fn shape(precision: u8) -> Shape {
+    Shape { p: precision, t: 0, d: 2 }
+}
+
+impl UltraLogLog {
+    /// The smallest supported precision (8 registers).
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// assert!(UltraLogLog::new(UltraLogLog::MIN_PRECISION).is_ok());
+    /// assert!(UltraLogLog::new(UltraLogLog::MIN_PRECISION - 1).is_err());
+    /// ```
+    pub const MIN_PRECISION: u8 = 3;
+
+    /// The largest supported precision (2^26 registers, 64 MiB).
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// assert!(UltraLogLog::new(UltraLogLog::MAX_PRECISION + 1).is_err());
+    /// ```
+    pub const MAX_PRECISION: u8 = 26;
+
+    /// A sketch of `2^precision` one-byte registers with the [default seed](DEFAULT_SEED).
+    /// `precision` must be in `3..=26`.
+    ///
+    /// | precision | bytes | error, one stream (martingale) | error, merged (ML) |
+    /// |---|---|---|---|
+    /// | 6 | 64 | 8.2 % | 9.5 % |
+    /// | 8 | 256 | 4.1 % | 4.8 % |
+    /// | 10 | 1 KiB | 2.1 % | 2.4 % |
+    /// | 12 | 4 KiB | 1.03 % | 1.19 % |
+    /// | 14 | 16 KiB | 0.51 % | 0.59 % |
+    /// | 16 | 64 KiB | 0.26 % | 0.30 % |
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// let ull = UltraLogLog::new(12)?;
+    /// assert_eq!(ull.precision(), 12);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn new(precision: u8) -> Result<Self, ConfigError> {
+        Self::with_seed(precision, DEFAULT_SEED)
+    }
+
+    /// A sketch of `2^precision` registers hashing with `seed`. Sketches merge only with
+    /// sketches of the same seed.
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// let ull = UltraLogLog::with_seed(12, 7)?;
+    /// assert_eq!(ull.seed(), 7);
+    /// assert!(UltraLogLog::with_seed(27, 7).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_seed(precision: u8, seed: u64) -> Result<Self, ConfigError> {
+        if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
+            return Err(ConfigError::new("precision", precision, "an integer in 3..=26"));
+        }
+        Ok(Self { core: Core::new(shape(precision), seed) })
+    }
+
+    /// The precision `p`: the sketch has `2^p` registers.
+    ///
+    /// ```
+    /// # use synopses::cardinality::UltraLogLog;
+    /// assert_eq!(UltraLogLog::new(9)?.precision(), 9);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn precision(&self) -> u8 {
+        self.core.shape.p
+    }
+
+    /// The seed items are hashed with.
+    ///
+    /// ```
+    /// # use synopses::cardinality::UltraLogLog;
+    /// assert_eq!(UltraLogLog::with_seed(9, 3)?.seed(), 3);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seed(&self) -> u64 {
+        self.core.seed
+    }
+
+    /// Observes one item.
+    ///
+    /// ```
+    /// # use synopses::cardinality::UltraLogLog;
+    /// let mut ull = UltraLogLog::new(12)?;
+    /// ull.observe("alice");
+    /// ull.observe(42_u64);
+    /// ull.observe("alice");
+    /// assert!((ull.estimate() - 2.0).abs() < 0.01);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn observe<T: Hashable>(&mut self, item: T) {
+        self.core.observe_hash(item.hash64(self.core.seed));
+    }
+
+    /// Observes every item of an iterator: the same state as [`observe`](Self::observe) on
+    /// each.
+    ///
+    /// ```
+    /// # use synopses::cardinality::UltraLogLog;
+    /// let mut batch = UltraLogLog::new(10)?;
+    /// batch.observe_all(0..10_000_u64);
+    /// let mut one_by_one = UltraLogLog::new(10)?;
+    /// (0..10_000_u64).for_each(|i| one_by_one.observe(i));
+    /// assert_eq!(batch, one_by_one);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_all<T: Hashable, I: IntoIterator<Item = T>>(&mut self, items: I) {
+        let seed = self.core.seed;
+        self.core.observe_hashes(items.into_iter().map(|item| item.hash64(seed)));
+    }
+
+    /// Observes an item by its 64-bit hash, for callers that hash once and feed several
+    /// structures. The hash must come from a good 64-bit hash function (such as
+    /// [`Hashable::hash64`] with this sketch's seed), or the estimate is meaningless.
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    /// use synopses::hash::Hashable;
+    ///
+    /// let mut a = UltraLogLog::new(12)?;
+    /// let mut b = UltraLogLog::new(12)?;
+    /// a.observe("x");
+    /// b.observe_hash("x".hash64(b.seed()));
+    /// assert_eq!(a, b);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn observe_hash(&mut self, hash: u64) {
+        self.core.observe_hash(hash);
+    }
+
+    /// The estimated number of distinct items: the martingale estimate while the sketch has
+    /// seen only its own stream, the maximum-likelihood estimate from the registers after a
+    /// merge or a reduction.
+    ///
+    /// ```
+    /// # use synopses::cardinality::UltraLogLog;
+    /// let mut ull = UltraLogLog::new(12)?;
+    /// ull.observe_all(0..100_000_u64);
+    /// assert!((ull.estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.0103);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn estimate(&self) -> f64 {
+        self.core.martingale.unwrap_or_else(|| self.register_estimate(UltraLogLogEstimator::MaximumLikelihood))
+    }
+
+    /// The estimate from the registers alone, by `estimator`: what any sketch with these
+    /// registers answers, merged or not. One pass over the registers.
+    ///
+    /// ```
+    /// use synopses::cardinality::{UltraLogLog, UltraLogLogEstimator};
+    ///
+    /// let mut ull = UltraLogLog::new(12)?;
+    /// ull.observe_all(0..100_000_u64);
+    /// let ml = ull.register_estimate(UltraLogLogEstimator::MaximumLikelihood);
+    /// assert!((ml / 100_000.0 - 1.0).abs() < 4.0 * 0.0119);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn register_estimate(&self, estimator: UltraLogLogEstimator) -> f64 {
+        match estimator {
+            UltraLogLogEstimator::MaximumLikelihood => optimal::corrected_ml(&self.core),
+            UltraLogLogEstimator::Fgra => optimal::fgra(&self.core),
+        }
+    }
+
+    /// The martingale estimate, if the sketch has one: it exists while the sketch has seen
+    /// only its own stream (merging the empty sketch in, or merging into an empty one, keeps
+    /// it). Unbiased, with relative standard error `√(3.47 / (8m))`.
+    ///
+    /// ```
+    /// # use synopses::cardinality::UltraLogLog;
+    /// let mut a = UltraLogLog::new(8)?;
+    /// let mut b = UltraLogLog::new(8)?;
+    /// a.observe_all(0..10_000_u64);
+    /// b.observe_all(5_000..20_000_u64);
+    /// assert!(a.martingale_estimate().is_some());
+    /// a.merge(&b)?;
+    /// assert!(a.martingale_estimate().is_none());
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn martingale_estimate(&self) -> Option<f64> {
+        self.core.martingale
+    }
+
+    /// The relative standard error of [`estimate`](Self::estimate) as the sketch stands:
+    /// `√(MVP / (8m))` with the memory-variance product of the estimator in use, 3.47 for
+    /// the martingale and 4.63 for maximum likelihood (Ertl 2024).
+    ///
+    /// ```
+    /// # use synopses::cardinality::UltraLogLog;
+    /// let ull = UltraLogLog::new(12)?;
+    /// assert!((ull.relative_standard_error() - (3.47_f64 / (8.0 * 4096.0)).sqrt()).abs() < 1e-4);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn relative_standard_error(&self) -> f64 {
+        let shape = self.core.shape;
+        let mvp = if self.core.martingale.is_some() { optimal::mvp_martingale(shape) } else { optimal::mvp_ml(shape) };
+        optimal::relative_standard_error(mvp, shape)
+    }
+
+    /// A confidence interval for the number of distinct items:
+    /// `estimate · (1 ± z · relative_standard_error)`, its lower end raised to the number of
+    /// distinct (register, value) pairs the sketch knows it has seen.
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    /// use synopses::core::Confidence;
+    ///
+    /// let mut ull = UltraLogLog::new(12)?;
+    /// ull.observe_all(0..50_000_u64);
+    /// let b = ull.bounds(Confidence::TwoSigma);
+    /// assert!(b.lower < 50_000.0 && 50_000.0 < b.upper);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn bounds(&self, confidence: Confidence) -> Bounds {
+        Bounds::relative(self.estimate(), self.relative_standard_error(), confidence, self.core.seen_pairs() as f64)
+    }
+
+    /// Bytes of memory the sketch holds (the struct and its registers).
+    ///
+    /// ```
+    /// # use synopses::cardinality::UltraLogLog;
+    /// let ull = UltraLogLog::new(12)?;
+    /// assert!(ull.size_in_bytes() >= 4096 && ull.size_in_bytes() < 4096 + 128);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn size_in_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.core.registers.len()
+    }
+
+    /// Merges `other` into `self`: afterwards `self` holds the registers of one sketch that
+    /// observed both streams, at the smaller of the two precisions (a finer sketch is
+    /// [reduced](Self::reduce) first, exactly). The seeds must match; otherwise a
+    /// [`MergeError`] is returned and `self` is unchanged.
+    ///
+    /// A merge ends the martingale estimate (but for the empty sketch's), and the sketch
+    /// answers by maximum likelihood from then on.
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// let mut a = UltraLogLog::new(12)?;
+    /// let mut b = UltraLogLog::new(10)?;
+    /// a.observe_all(0..60_000_u64);
+    /// b.observe_all(40_000..100_000_u64);
+    /// a.merge(&b)?;
+    /// assert_eq!(a.precision(), 10);
+    /// assert!((a.estimate() / 100_000.0 - 1.0).abs() < 0.1);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        MergeError::check("seed", self.core.seed, other.core.seed)?;
+        let (ours, theirs) = (self.precision(), other.precision());
+        if theirs < ours {
+            self.core = self.core.reduce(theirs);
+        }
+        if theirs > ours {
+            self.core.merge_same(&other.core.reduce(ours));
+        } else {
+            self.core.merge_same(&other.core);
+        }
+        Ok(())
+    }
+
+    /// This sketch at a lower precision: the same registers as if a sketch of `precision`
+    /// had observed the same items. The martingale estimate does not carry over.
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// let mut fine = UltraLogLog::new(12)?;
+    /// let mut coarse = UltraLogLog::new(9)?;
+    /// fine.observe_all(0..50_000_u64);
+    /// coarse.observe_all(0..50_000_u64);
+    /// assert_eq!(fine.reduce(9)?, coarse);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reduce(&self, precision: u8) -> Result<Self, ConfigError> {
+        if !(Self::MIN_PRECISION..=self.precision()).contains(&precision) {
+            return Err(ConfigError::new("precision", precision, "an integer from 3 to the sketch's precision"));
+        }
+        Ok(Self { core: self.core.reduce(precision) })
+    }
+
+    /// The [`HyperLogLog`] of the same precision and seed that observed the same items: its
+    /// registers are the update values `u` of these. It is dense (a sparse HyperLogLog's exact
+    /// entries cannot be recovered) and has no martingale, except when this sketch is empty.
+    ///
+    /// ```
+    /// use synopses::cardinality::{HyperLogLog, UltraLogLog};
+    ///
+    /// let mut ull = UltraLogLog::new(10)?;
+    /// let mut hll = HyperLogLog::new(10)?;
+    /// ull.observe_all(0..100_000_u64);
+    /// hll.observe_all(0..100_000_u64);
+    /// assert_eq!(ull.to_hyperloglog(), hll);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_hyperloglog(&self) -> HyperLogLog {
+        let p = self.precision();
+        let registers: Vec<u8> = self.core.registers.iter().map(|&r| r >> 2).collect();
+        HyperLogLog::from_registers(p, self.core.seed, registers)
+    }
+
+    /// Encodes the sketch in the crate's [binary format](crate::codec), family code 10.
+    ///
+    /// Body: precision (u8), flags (u8: bit 0 martingale present), seed (u64), the martingale
+    /// (f64) if present, then the `m` registers, one byte each.
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// let mut ull = UltraLogLog::new(10)?;
+    /// ull.observe_all(0..10_000_u64);
+    /// let bytes = ull.to_bytes();
+    /// assert_eq!(bytes.len(), 4 + 1 + 1 + 8 + 8 + 1024 + 8);
+    /// assert_eq!(UltraLogLog::from_bytes(&bytes)?, ull);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new(Family::UltraLogLog, 18 + self.core.registers.len());
+        w.put_u8(self.precision());
+        self.core.encode(&mut w);
+        w.finish()
+    }
+
+    /// Decodes a sketch written by [`to_bytes`](Self::to_bytes), validating every field:
+    /// each register must be one an UltraLogLog can reach, and the martingale at least the
+    /// number of changes the registers show.
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// let ull = UltraLogLog::new(8)?;
+    /// assert_eq!(UltraLogLog::from_bytes(&ull.to_bytes())?, ull);
+    /// assert!(UltraLogLog::from_bytes(b"not a sketch").is_err());
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader::open(bytes, Family::UltraLogLog)?;
+        let precision = r.u8()?;
+        if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
+            return Err(DecodeError::InvalidField { field: "precision", reason: "outside 3..=26" });
+        }
+        let core = Core::decode(&mut r, shape(precision))?;
+        r.finish()?;
+        Ok(Self { core })
+    }
+}
+
+impl PartialEq for UltraLogLog {
+    /// Same precision, seed and registers. The martingale estimate is a record of one
+    /// stream's history rather than state, and is not compared.
+    fn eq(&self, other: &Self) -> bool {
+        self.core == other.core
+    }
+}
+
+impl Eq for UltraLogLog {}
+
+impl fmt::Debug for UltraLogLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UltraLogLog")
+            .field("precision", &self.precision())
+            .field("seed", &self.core.seed)
+            .field("estimate", &self.estimate())
+            .finish()
+    }
+}
+
+hashed_operator!(UltraLogLog);
+
+impl Mergeable for UltraLogLog {
+    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        UltraLogLog::merge(self, other)
+    }
+
+    fn empty_like(&self) -> Self {
+        Self { core: self.core.empty_like() }
+    }
+}
+
+serde_via_bytes!(UltraLogLog);
