@@ -8,13 +8,19 @@
 //!   about `1/sqrt(2T)` (the delta method on a χ²_T / T variance estimate), so at `k = 3`
 //!   standard deviations we require `RMSE ≤ theory · (1 + 3/sqrt(2T))`: 1.15 × theory at
 //!   `T = 200`, which is the bar the foundation issue sets.
-//! * **Bias.** The mean error has standard error about `RMSE / sqrt(T)`; we require
-//!   `|mean| ≤ z · RMSE / sqrt(T)`. One sweep makes `K`
+//! * **Bias.** The mean error has standard error about `σ / sqrt(T)`; we require
+//!   `|mean| ≤ z · max(RMSE, theory) / sqrt(T)`. (The theoretical standard error bounds `σ`
+//!   where the sample RMS cannot: at a handful of items an estimator's error is a rare-event
+//!   mixture. A martingale estimate at `n = 2` is low by half when the second item leaves the
+//!   sketch unchanged, with probability about `1/(3m)`, and high by about `1/(6m)` otherwise,
+//!   so 200 trials usually see only the second case and an RMS of `1/(6m)`, far below `σ`.)
+//!   One sweep makes `K`
 //!   such checks (every checkpoint, every estimator), and at `z = 3` each would raise a false
 //!   alarm with probability 0.27 %: over `K = 200` checks one false alarm is expected. So `z`
 //!   is Bonferroni-corrected to keep the *sweep's* false-alarm rate at 0.27 %, the rate of a
-//!   single 3σ check: `z ≈ 4.0` for `K = 42`, `4.4` for `K = 200`. (The RMSE bound keeps the
-//!   plain 3σ that the foundation issue sets, which is the stricter of the two.) Checkpoints
+//!   single 3σ check: `z ≈ 4.0` for `K = 42`, `4.4` for `K = 200`. The RMSE bound takes the
+//!   same `z` (never below 3): a sweep of UltraLogLog and ExaLogLog to `10^18` makes over a
+//!   hundred RMSE checks, and at a plain 3σ each one would fail one run in ten. Checkpoints
 //!   where the sketch is exact are asserted exactly and left out of `K`.
 //! * **Sparse mode.** HyperLogLog's sparse count is exact except where two items' 32-bit
 //!   entries coincide (probability `2^-26 / 3` per pair); the count may fall short by at most
@@ -25,7 +31,7 @@
 //! precisions); the `#[ignore]`d ones sweep more precisions with 1000 trials, and run in CI in
 //! release mode (`cargo test --release --test accuracy -- --ignored`).
 
-use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
 use synopses::core::{Confidence, Mergeable, Weight};
 use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
@@ -108,9 +114,11 @@ impl Errors {
         let t = self.errors.len() as f64;
         let bias = self.errors.iter().sum::<f64>() / t;
         let rmse = (self.errors.iter().map(|e| e * e).sum::<f64>() / t).sqrt();
-        let limit = self.theory * (1.0 + SIGMAS / (2.0 * t).sqrt());
+        let limit = self.theory * (1.0 + SIGMAS.max(z) / (2.0 * t).sqrt());
         assert!(rmse <= limit, "{} n={}: rmse {rmse:.5} > {limit:.5} (theory {:.5})", self.label, self.n, self.theory);
-        let bias_limit = self.documented_bias + z * rmse / t.sqrt();
+        // The mean's standard error from the larger of the measured and the theoretical
+        // spread (see the header: at tiny n the sample RMS understates it).
+        let bias_limit = self.documented_bias + z * rmse.max(self.theory) / t.sqrt();
         assert!(bias.abs() <= bias_limit, "{} n={}: bias {bias:.5} beyond {bias_limit:.5}", self.label, self.n);
     }
 }
@@ -286,6 +294,316 @@ fn flajolet_martin_1000_trials() {
     for m in [64, 256, 4096] {
         fm_sweep(m, 1000, 1_000_000);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// UltraLogLog and ExaLogLog
+// ---------------------------------------------------------------------------------------------
+
+/// The published constants (Ertl 2024, 2025): relative standard error × `√m` and the
+/// first-order ML bias constant `c`, per estimator, for UltraLogLog and ExaLogLog(2, 20).
+struct HistoryTheory {
+    bits: f64,
+    martingale: f64,
+    ml: f64,
+    /// FGRA, UltraLogLog only.
+    fgra: Option<f64>,
+    /// The ML's first-order relative bias times `m`, which the estimator divides out.
+    ml_bias: f64,
+    mvp_martingale: f64,
+    mvp_ml: f64,
+    mvp_fgra: Option<f64>,
+}
+
+const ULL_THEORY: HistoryTheory = HistoryTheory {
+    bits: 8.0,
+    martingale: 0.658_192_211_933_539_8,
+    ml: 0.760_862_100_272_518_2,
+    fgra: Some(0.782_236),
+    ml_bias: 0.481_473_765_277_200_7,
+    mvp_martingale: 3.47,
+    mvp_ml: 4.63,
+    mvp_fgra: Some(4.9),
+};
+
+const ELL_THEORY: HistoryTheory = HistoryTheory {
+    bits: 28.0,
+    martingale: 0.317_732_079_424_119_9,
+    ml: 0.362_197_874_934_418_7,
+    fgra: None,
+    ml_bias: 0.105_538_243_071_734_4,
+    mvp_martingale: 2.83,
+    mvp_ml: 3.67,
+    mvp_fgra: None,
+};
+
+/// The sketches under test as one type: observe, merge, and the three estimates.
+#[derive(Clone)]
+enum History {
+    Ull(UltraLogLog),
+    Ell(ExaLogLog),
+}
+
+impl History {
+    fn new(ull: bool, p: u8, seed: u64) -> Self {
+        if ull {
+            Self::Ull(UltraLogLog::with_seed(p, seed).unwrap())
+        } else {
+            Self::Ell(ExaLogLog::with_params(p, 2, 20, seed).unwrap())
+        }
+    }
+    fn observe(&mut self, item: u64) {
+        match self {
+            Self::Ull(s) => s.observe(item),
+            Self::Ell(s) => s.observe(item),
+        }
+    }
+    fn observe_hash(&mut self, hash: u64) {
+        match self {
+            Self::Ull(s) => s.observe_hash(hash),
+            Self::Ell(s) => s.observe_hash(hash),
+        }
+    }
+    fn merged(&self, other: &Self) -> Self {
+        let mut out = self.clone();
+        match (&mut out, other) {
+            (Self::Ull(a), Self::Ull(b)) => a.merge(b).unwrap(),
+            (Self::Ell(a), Self::Ell(b)) => a.merge(b).unwrap(),
+            _ => unreachable!("same kind"),
+        }
+        out
+    }
+    fn martingale(&self) -> f64 {
+        match self {
+            Self::Ull(s) => s.martingale_estimate().unwrap(),
+            Self::Ell(s) => s.martingale_estimate().unwrap(),
+        }
+    }
+    fn ml(&self) -> f64 {
+        match self {
+            Self::Ull(s) => s.register_estimate(UltraLogLogEstimator::MaximumLikelihood),
+            Self::Ell(s) => s.register_estimate(),
+        }
+    }
+    fn fgra(&self) -> Option<f64> {
+        match self {
+            Self::Ull(s) => Some(s.register_estimate(UltraLogLogEstimator::Fgra)),
+            Self::Ell(_) => None,
+        }
+    }
+    fn same_registers(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Ull(a), Self::Ull(b)) => a == b,
+            (Self::Ell(a), Self::Ell(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// One set of errors per estimator at one checkpoint.
+struct HistoryErrors {
+    martingale: Errors,
+    ml: Errors,
+    fgra: Option<Errors>,
+}
+
+impl HistoryErrors {
+    fn new(label: &str, n: u64, m: f64, theory: &HistoryTheory) -> Self {
+        let sqrt_m = m.sqrt();
+        let mut ml = Errors::new(format!("{label} ML"), n, theory.ml / sqrt_m);
+        let mut fgra = theory.fgra.map(|rse| Errors::new(format!("{label} FGRA"), n, rse / sqrt_m));
+        // Documented (UltraLogLog::register_estimate): the register estimators' bias
+        // corrections are first-order in 1/m; below m items the residual stays under c/m.
+        if (n as f64) < m {
+            ml.documented_bias = theory.ml_bias / m;
+            if let Some(f) = &mut fgra {
+                f.documented_bias = theory.ml_bias / m;
+            }
+        }
+        Self { martingale: Errors::new(format!("{label} martingale"), n, theory.martingale / sqrt_m), ml, fgra }
+    }
+    fn push(&mut self, whole: &History, union: &History) {
+        self.martingale.push(whole.martingale());
+        self.ml.push(union.ml());
+        if let (Some(e), Some(x)) = (&mut self.fgra, union.fgra()) {
+            e.push(x);
+        }
+    }
+    fn all(&self) -> impl Iterator<Item = &Errors> {
+        [&self.martingale, &self.ml].into_iter().chain(self.fgra.as_ref())
+    }
+}
+
+/// Items `0..n` under per-trial seeds: the martingale of one sketch over the stream, and the
+/// register estimates (ML, FGRA) of the merge of two sketches over its even and odd items,
+/// at every checkpoint from 1 to `n_max`.
+fn history_sweep(ull: bool, p: u8, trials: u64, n_max: u64) {
+    let (m, theory) = (f64::from(1u32 << p), if ull { &ULL_THEORY } else { &ELL_THEORY });
+    let label = format!("{} p={p}", if ull { "ull" } else { "ell" });
+    let points = checkpoints(n_max);
+    let mut errs: Vec<HistoryErrors> = points.iter().map(|&n| HistoryErrors::new(&label, n, m, theory)).collect();
+    for trial in 0..trials {
+        let seed = 0x0E11_0000 + trial;
+        let mut whole = History::new(ull, p, seed);
+        let mut halves = [whole.clone(), whole.clone()];
+        let mut next = 0;
+        for i in 0..n_max {
+            whole.observe(i);
+            halves[(i % 2) as usize].observe(i);
+            if i + 1 == points[next] {
+                let union = halves[0].merged(&halves[1]);
+                assert!(union.same_registers(&whole), "partition law");
+                errs[next].push(&whole, &union);
+                next += 1;
+                if next == points.len() {
+                    break;
+                }
+            }
+        }
+    }
+    check_all(errs.iter().flat_map(HistoryErrors::all));
+}
+
+/// A uniform number in `[0, 1)` from splitmix64.
+fn uniform(state: &mut u64) -> f64 {
+    (splitmix(state) >> 11) as f64 * 2f64.powi(-53)
+}
+
+/// Very large streams, simulated by the hashes that can change the state only (as Ertl's and
+/// hash4j's simulations do). Each item falls on (register `i`, update value `k`) with
+/// probability `ρ_k / m`, so the first item on that pair arrives after a geometric number of
+/// items, `N = ⌈ln U / ln(1 − ρ_k/m)⌉`; treating the pairs as independent (exact for a
+/// Poisson number of items, off by O(1/n) for a fixed one) the state after `n` items is the
+/// set of pairs with `N ≤ n`. One representative hash per pair, observed in order of `N`,
+/// gives the registers and the martingale's sequence of changes.
+fn simulated_sweep(ull: bool, p: u8, trials: u64, points: &[u64]) -> Vec<HistoryErrors> {
+    let (m, theory) = (f64::from(1u32 << p), if ull { &ULL_THEORY } else { &ELL_THEORY });
+    let t: u32 = if ull { 0 } else { 2 };
+    let top = 64 - u32::from(p) - t;
+    let label = format!("{} p={p} simulated", if ull { "ull" } else { "ell" });
+    let mut errs: Vec<HistoryErrors> = points.iter().map(|&n| HistoryErrors::new(&label, n, m, theory)).collect();
+    let n_max = *points.last().unwrap() as f64;
+    let mut rng = 0x5EED_0000 + u64::from(p) + u64::from(ull);
+    for trial in 0..trials {
+        // (first arrival, hash) of every pair that arrives by n_max. The pairs of one level
+        // share `q`, and each arrives by n_max with probability `π = 1 − (1 − q)^n_max`: the
+        // arriving ones are found by geometric skips over the level (cost in proportion to
+        // the arrivals, not to the `m · 2^t · (L + 1)` pairs), and each arrival time is drawn
+        // conditioned on `N ≤ n_max`, `N = ⌈ln(1 − U·π) / ln(1 − q)⌉`.
+        let mut arrivals: Vec<(f64, u64)> = Vec::new();
+        let per_level = 1u64 << (u32::from(p) + t);
+        for z in 0..=top {
+            let rho = if z < top { 2f64.powi(-((t + z + 1) as i32)) } else { 2f64.powi(-((t + top) as i32)) };
+            let log_miss = (-rho / m).ln_1p();
+            let pi = -(n_max * log_miss).exp_m1();
+            if pi <= 0.0 {
+                continue;
+            }
+            let log_skip = (-pi).ln_1p();
+            let mut at = 0u64;
+            loop {
+                // Pairs passed over before the next arrival: geometric with parameter π.
+                let skip = if pi >= 1.0 { 0.0 } else { ((1.0 - uniform(&mut rng)).ln() / log_skip).floor() };
+                if skip >= (per_level - at) as f64 {
+                    break;
+                }
+                at += skip as u64;
+                let (register, sub) = (at >> t, at & ((1 << t) - 1));
+                let n = ((-uniform(&mut rng) * pi).ln_1p() / log_miss).ceil().clamp(1.0, n_max);
+                let geometric = if z < top { 1u64 << (t + z) } else { 0 };
+                arrivals.push((n, register << (64 - p) | geometric | sub));
+                at += 1;
+            }
+        }
+        arrivals.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let mut whole = History::new(ull, p, trial);
+        let mut half = History::new(ull, p, trial);
+        let mut other = History::new(ull, p, trial);
+        let mut pairs = arrivals.iter().peekable();
+        for (k, &n) in points.iter().enumerate() {
+            while let Some(&&(at, hash)) = pairs.peek() {
+                if at > n as f64 {
+                    break;
+                }
+                whole.observe_hash(hash);
+                // The merged estimate: the pairs split between two sketches at random.
+                if splitmix(&mut rng) & 1 == 0 {
+                    half.observe_hash(hash)
+                } else {
+                    other.observe_hash(hash)
+                }
+                pairs.next();
+            }
+            errs[k].push(&whole, &half.merged(&other));
+        }
+    }
+    errs
+}
+
+#[test]
+fn ultraloglog_p8() {
+    history_sweep(true, 8, 200, 1_000_000);
+}
+
+#[test]
+fn exaloglog_p8() {
+    history_sweep(false, 8, 200, 1_000_000);
+}
+
+#[test]
+#[ignore = "heavy: run in release (cargo test --release --test accuracy -- --ignored)"]
+fn ultraloglog_and_exaloglog_1000_trials() {
+    // (From precision 4: at 3 the error exceeds the asymptotic one by a finite-m term, up to
+    // 8 % for ML; see `UltraLogLog::relative_standard_error`.)
+    // (Small sketches reach their asymptotic error long before 10^5 items.)
+    for (p, n_max) in [(4, 100_000), (6, 100_000), (10, 1_000_000), (12, 1_000_000)] {
+        history_sweep(true, p, 1000, n_max);
+    }
+    for (p, n_max) in [(4, 100_000), (6, 100_000), (10, 1_000_000)] {
+        history_sweep(false, p, 1000, n_max);
+    }
+}
+
+/// The memory-variance product, `bits · m · relative variance`, at `n = 10^6` for every
+/// estimator, within 10 % of the published value. With `T` trials the measured variance has
+/// relative standard deviation about `√(2/T)`: 2.2 % at `T = 4000`, so 10 % is 4.5 of them
+/// (less the finite-`m` departure from the asymptotic constant, under 2 % at `m = 1024`).
+#[test]
+#[ignore = "heavy: run in release (cargo test --release --test accuracy -- --ignored)"]
+fn memory_variance_products_match_the_published_values() {
+    for ull in [true, false] {
+        let theory = if ull { &ULL_THEORY } else { &ELL_THEORY };
+        let p = 10;
+        let errs = simulated_sweep(ull, p, 4000, &[1_000_000]);
+        let mvp = |e: &Errors| {
+            let t = e.errors.len() as f64;
+            let mean = e.errors.iter().sum::<f64>() / t;
+            let variance = e.errors.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (t - 1.0);
+            theory.bits * f64::from(1u32 << p) * variance
+        };
+        let e = &errs[0];
+        let cases = [
+            (Some(&e.martingale), Some(theory.mvp_martingale)),
+            (Some(&e.ml), Some(theory.mvp_ml)),
+            (e.fgra.as_ref(), theory.mvp_fgra),
+        ];
+        for (errors, published) in cases {
+            let (Some(errors), Some(published)) = (errors, published) else { continue };
+            let measured = mvp(errors);
+            assert!((measured / published - 1.0).abs() <= 0.10, "{}: MVP {measured:.3} vs {published}", errors.label);
+        }
+    }
+}
+
+/// No bias and the theoretical error from 10^6 to 10^15 distinct items (10^18 for the
+/// ExaLogLog), simulated.
+#[test]
+#[ignore = "heavy: run in release (cargo test --release --test accuracy -- --ignored)"]
+fn huge_cardinalities_by_simulation() {
+    let decades = |to: i32| (6..=to).map(|e| 10u64.pow(e as u32)).collect::<Vec<_>>();
+    let ull = simulated_sweep(true, 8, 1000, &decades(15));
+    let ell = simulated_sweep(false, 8, 1000, &decades(18));
+    check_all(ull.iter().chain(&ell).flat_map(HistoryErrors::all));
 }
 
 // ---------------------------------------------------------------------------------------------
