@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Once;
 
 use synopses::DecodeError;
-use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
 use synopses::core::Weight;
 use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_bytes};
@@ -159,6 +159,8 @@ enum Sketch {
     Res(Reservoir<u64>),
     Wres(WeightedReservoir<u64>),
     Prio(PrioritySample<u64>),
+    Ull(UltraLogLog),
+    Ell(ExaLogLog),
 }
 
 impl Sketch {
@@ -173,6 +175,8 @@ impl Sketch {
             Self::Res(s) => s.to_bytes(),
             Self::Wres(s) => s.to_bytes(),
             Self::Prio(s) => s.to_bytes(),
+            Self::Ull(s) => s.to_bytes(),
+            Self::Ell(s) => s.to_bytes(),
         }
     }
 
@@ -191,6 +195,8 @@ impl Sketch {
             Self::Res(s) => s.iter().map(|&x| x as f64).sum(),
             Self::Wres(s) => s.iter().map(|&(x, _)| x as f64).sum(),
             Self::Prio(s) => s.subset_sum(|_| true).value,
+            Self::Ull(s) => s.estimate(),
+            Self::Ell(s) => s.estimate(),
         }
     }
 
@@ -206,6 +212,8 @@ impl Sketch {
             Self::Res(_) => Reservoir::from_bytes(bytes).map(Self::Res),
             Self::Wres(_) => WeightedReservoir::from_bytes(bytes).map(Self::Wres),
             Self::Prio(_) => PrioritySample::from_bytes(bytes).map(Self::Prio),
+            Self::Ull(_) => UltraLogLog::from_bytes(bytes).map(Self::Ull),
+            Self::Ell(_) => ExaLogLog::from_bytes(bytes).map(Self::Ell),
         }
     }
 }
@@ -289,6 +297,20 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
         priority.observe(i, weight(i)?);
     }
 
+    // UltraLogLog: one stream (with its martingale) and a merge of two; ExaLogLog with the
+    // recommended (2, 20) and with (1, 9), whose 16-bit registers pack evenly.
+    let mut ull = UltraLogLog::new(10)?;
+    ull.observe_all(0..100_000_u64);
+    let mut ull_merged = UltraLogLog::with_seed(8, 42)?;
+    ull_merged.observe_all(0..60_000_u64);
+    let mut other = UltraLogLog::with_seed(8, 42)?;
+    other.observe_all(40_000..100_000_u64);
+    ull_merged.merge(&other)?;
+    let mut ell = ExaLogLog::new(8)?;
+    ell.observe_all(0..100_000_u64);
+    let mut ell_19 = ExaLogLog::with_params(6, 1, 9, 3)?;
+    ell_19.observe_all((0..500).map(|i| format!("user-{i}")));
+
     Ok(vec![
         ("hll_p12_empty.bin", Sketch::Hll(empty)),
         ("hll_p12_sparse.bin", Sketch::Hll(sparse)),
@@ -308,6 +330,10 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
         ("reservoir_10_seed2024.bin", Sketch::Res(reservoir)),
         ("weighted_5_seed2024.bin", Sketch::Wres(weighted)),
         ("priority_8_seed2024.bin", Sketch::Prio(priority)),
+        ("ull_p10.bin", Sketch::Ull(ull)),
+        ("ull_p8_seed42_merged.bin", Sketch::Ull(ull_merged)),
+        ("ell_p8.bin", Sketch::Ell(ell)),
+        ("ell_p6_t1_d9_strings.bin", Sketch::Ell(ell_19)),
     ])
 }
 
@@ -399,6 +425,8 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Res(_) => 7,
             Sketch::Wres(_) => 8,
             Sketch::Prio(_) => 9,
+            Sketch::Ull(_) => 10,
+            Sketch::Ell(_) => 11,
         };
         assert_eq!(stored[3], family, "{name}: family code");
         let body = stored.len() - 12;
@@ -416,6 +444,11 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Wres(w) => 40 + 24 * w.len(),
             // The priority sample keeps one item more than its capacity, for the threshold.
             Sketch::Prio(p) => 40 + 24 * (p.capacity() + 1),
+            Sketch::Ull(u) => 10 + 8 * usize::from(u.martingale_estimate().is_some()) + (1 << u.precision()),
+            Sketch::Ell(e) => {
+                let bits = 6 + usize::from(e.t() + e.d());
+                12 + 8 * usize::from(e.martingale_estimate().is_some()) + ((bits << e.precision()) as usize).div_ceil(8)
+            }
         };
         assert_eq!(body, expected, "{name}: body length");
         let (content, sum) = stored.split_at(stored.len() - 8);
@@ -446,6 +479,15 @@ fn estimates() -> Result<Vec<(&'static str, f64)>, Box<dyn Error>> {
     out.push(("fm 64 seed 5 0..100", fm(64, 5, 0..100)?.estimate()));
     out.push(("fm 64 seed 5 0..100k", fm(64, 5, 0..100_000)?.estimate()));
     out.push(("fm 4096 0..1M", fm(4096, DEFAULT_SEED, 0..1_000_000)?.estimate()));
+    let mut ull = UltraLogLog::new(10)?;
+    ull.observe_all(0..100_000_u64);
+    out.push(("ull p10 0..100k ML", ull.register_estimate(UltraLogLogEstimator::MaximumLikelihood)));
+    out.push(("ull p10 0..100k FGRA", ull.register_estimate(UltraLogLogEstimator::Fgra)));
+    out.push(("ull p10 0..100k reduce(6)", ull.reduce(6)?.estimate()));
+    let mut ell = ExaLogLog::new(8)?;
+    ell.observe_all(0..100_000_u64);
+    out.push(("ell p8 0..100k ML", ell.register_estimate()));
+    out.push(("ell p8 0..100k reduce(4)", ell.reduce(4)?.estimate()));
     Ok(out)
 }
 
@@ -469,6 +511,10 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("reservoir_10_seed2024.bin", 0x411D4F3400000000),              // 480205
     ("weighted_5_seed2024.bin", 0x4097200000000000),                // 1480
     ("priority_8_seed2024.bin", 0x40B08D32BDD8ACD7),                // 4237.1982093259785
+    ("ull_p10.bin", 0x40F7B71104472C67),                            // 97137.06354443879
+    ("ull_p8_seed42_merged.bin", 0x40F75EE3D99D814D),               // 95726.24062872418
+    ("ell_p8.bin", 0x40F8B8F92BCA7A98),                             // 101263.57319114578
+    ("ell_p6_t1_d9_strings.bin", 0x4080579C2417B89C),               // 522.951240716287
     ("hll p12 0..100k register_estimate", 0x40F8C5934BA36353),      // 101465.2059663658
     ("hll p12 0..100k reduce(8)", 0x40F8BC1E909F04AC),              // 101313.91030790162
     ("hll p14 seed 7 0..1M estimate", 0x412E319560005665),          // 989386.6875025748
@@ -478,6 +524,11 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("fm 64 seed 5 0..100", 0x40582071B7DBA258),                    // 96.50694080780647
     ("fm 64 seed 5 0..100k", 0x40F70D0D51D718B5),                   // 94416.83248052264
     ("fm 4096 0..1M", 0x412E748054A61B4F),                          // 997952.1653297934
+    ("ull p10 0..100k ML", 0x40F84CB690DBA4B1),                     // 99531.4103657182
+    ("ull p10 0..100k FGRA", 0x40F7FEF1A6ACFBF1),                   // 98287.10319231429
+    ("ull p10 0..100k reduce(6)", 0x40F63A3E241D0DB9),              // 91043.88381677018
+    ("ell p8 0..100k ML", 0x40F8C99FAE00196E),                      // 101529.97998056348
+    ("ell p8 0..100k reduce(4)", 0x40F8ED30863839AC),               // 102099.03276846436
 ];
 
 #[test]
