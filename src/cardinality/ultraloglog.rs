@@ -219,6 +219,11 @@ impl UltraLogLog {
     /// The estimate from the registers alone, by `estimator`: what any sketch with these
     /// registers answers, merged or not. One pass over the registers.
     ///
+    /// Both estimators remove their bias to first order in `1/m` (maximum likelihood divides
+    /// by `1 + c/m`, `c = 0.4815`; FGRA's scale carries a like term). Far below `m` items the
+    /// first-order term is not the whole bias, and a relative bias of at most `c/m` remains
+    /// (−0.09 % at one item and precision 8, measured; the martingale has none).
+    ///
     /// ```
     /// use synopses::cardinality::{UltraLogLog, UltraLogLogEstimator};
     ///
@@ -256,7 +261,9 @@ impl UltraLogLog {
 
     /// The relative standard error of [`estimate`](Self::estimate) as the sketch stands:
     /// `√(MVP / (8m))` with the memory-variance product of the estimator in use, 3.47 for
-    /// the martingale and 4.63 for maximum likelihood (Ertl 2024).
+    /// the martingale and 4.63 for maximum likelihood (Ertl 2024). These are the limits for
+    /// large `m`; the smallest sketches err a little more: we measured up to 5 % more at
+    /// precision 4 and 8 % more at precision 3 (4000 trials).
     ///
     /// ```
     /// # use synopses::cardinality::UltraLogLog;
