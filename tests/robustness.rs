@@ -1115,6 +1115,16 @@ mod serde_json_input {
         let json = serde_json::to_string(&counting)?;
         assert_eq!(serde_json::from_str::<CountingBloom>(&json)?, counting);
         assert!(serde_json::from_str::<Bloom>(&json).is_err()); // the family is checked
+        let mut ull = UltraLogLog::new(6)?;
+        ull.observe_all(0..5000_u64);
+        let json = serde_json::to_string(&ull)?;
+        let back: UltraLogLog = serde_json::from_str(&json)?;
+        assert_eq!((back.estimate().to_bits(), &back), (ull.estimate().to_bits(), &ull));
+        assert!(serde_json::from_str::<ExaLogLog>(&json).is_err());
+        let mut ell = ExaLogLog::with_params(6, 2, 24, 3)?;
+        ell.observe_all(0..5000_u64);
+        let back: ExaLogLog = serde_json::from_str(&serde_json::to_string(&ell)?)?;
+        assert_eq!((back.estimate().to_bits(), &back), (ell.estimate().to_bits(), &ell));
         Ok(())
     }
 
