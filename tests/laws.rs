@@ -1004,8 +1004,8 @@ mod partitioned {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(32))]
 
-        /// HyperLogLog, Count-Min and the counting Bloom filter over 1, 2, 4 and 8 workers, with
-        /// every partitioner: the merged state is the sequential one.
+        /// HyperLogLog, UltraLogLog, ExaLogLog, Count-Min and the counting Bloom filter over 1,
+        /// 2, 4 and 8 workers, with every partitioner: the merged state is the sequential one.
         #[test]
         fn partitioned_runs_equal_one_pass(workers in prop_oneof![Just(1_usize), Just(2), Just(4), Just(8)], items in items()) {
             let hll = HyperLogLog::new(8).unwrap();
@@ -1022,6 +1022,8 @@ mod partitioned {
             every_partitioner!(&hll);
             every_partitioner!(&cm);
             every_partitioner!(&cbf);
+            every_partitioner!(&UltraLogLog::new(8).unwrap());
+            every_partitioner!(&ExaLogLog::new(6).unwrap());
         }
     }
 }
