@@ -447,7 +447,7 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Ull(u) => 10 + 8 * usize::from(u.martingale_estimate().is_some()) + (1 << u.precision()),
             Sketch::Ell(e) => {
                 let bits = 6 + usize::from(e.t() + e.d());
-                12 + 8 * usize::from(e.martingale_estimate().is_some()) + ((bits << e.precision()) as usize).div_ceil(8)
+                12 + 8 * usize::from(e.martingale_estimate().is_some()) + (bits << e.precision()).div_ceil(8)
             }
         };
         assert_eq!(body, expected, "{name}: body length");

@@ -77,6 +77,14 @@ impl Shape {
         (index, (z << t) + sub + 1)
     }
 
+    /// Whether value `k` lies more than `d` below register `r`'s maximum, where it changes
+    /// nothing: once a sketch has filled, most items, rejected by this one comparison as
+    /// HyperLogLog rejects a rank below its register.
+    #[inline]
+    pub(crate) fn below_window(self, r: u64, k: u32) -> bool {
+        u64::from(k) + u64::from(self.d) < r >> self.d
+    }
+
     /// The register after value `k` (`1 <= k <= max_value`) occurred.
     #[inline]
     pub(crate) fn updated(self, r: u64, k: u32) -> u64 {
@@ -136,13 +144,26 @@ impl Shape {
         let d = u32::from(self.d);
         let u = (r >> d) as u32;
         let mut total = self.tail_fixed(u);
-        // Value u − i sits at bit d − i; values below 1 do not exist.
-        for i in 1..=d.min(u.saturating_sub(1)) {
-            if r & (1 << (d - i)) == 0 {
-                total += self.rho_fixed(u - i);
-            }
+        if u <= 1 || d == 0 {
+            return total;
         }
-        total
+        // The window holds values `lowest..u` (value v at bit v + d − u; none below 1). Walk
+        // it level by level, down from u − 1: a level's values share ρ, so its unset bits
+        // count at once.
+        let (t, h) = (u32::from(self.t), r & self.history_mask());
+        let lowest = u.saturating_sub(d).max(1);
+        let mut v = u - 1;
+        loop {
+            let level = (v - 1) >> t;
+            let from = ((level << t) + 1).max(lowest);
+            let (bit, width) = (from + d - u, v - from + 1);
+            let unset = width - ((h >> bit) & ((1 << width) - 1)).count_ones();
+            total += u128::from(unset) << (64 - t - (level + 1).min(self.top_level()));
+            if from == lowest {
+                return total;
+            }
+            v = from - 1;
+        }
     }
 
     /// The levels of `ρ`: level `j` has probability `ρ(j)` per value; levels `0..=L`.
@@ -271,12 +292,16 @@ pub(crate) fn wide_to_f64(x: u128) -> f64 {
 
 /// A register cell in memory: a byte for UltraLogLog, 32 bits for ExaLogLog.
 pub(crate) trait Cell: Copy + Default + PartialEq + std::fmt::Debug {
+    /// `(t, d)` when every sketch of this cell has them (UltraLogLog's `(0, 2)`): constants
+    /// the compiler folds into the per-item path.
+    const FIXED: Option<(u8, u8)>;
     fn get(self) -> u64;
     /// `v` fits: every register the shape makes has at most `shape.bits()` bits.
     fn put(v: u64) -> Self;
 }
 
 impl Cell for u8 {
+    const FIXED: Option<(u8, u8)> = Some((0, 2));
     #[inline]
     fn get(self) -> u64 {
         u64::from(self)
@@ -288,6 +313,7 @@ impl Cell for u8 {
 }
 
 impl Cell for u32 {
+    const FIXED: Option<(u8, u8)> = None;
     #[inline]
     fn get(self) -> u64 {
         u64::from(self)
@@ -313,6 +339,7 @@ pub(crate) struct Core<R> {
 
 impl<R: Cell> Core<R> {
     pub(crate) fn new(shape: Shape, seed: u64) -> Self {
+        debug_assert!(R::FIXED.is_none_or(|(t, d)| (shape.t, shape.d) == (t, d)));
         let m = shape.registers();
         Self {
             shape,
@@ -332,31 +359,53 @@ impl<R: Cell> Core<R> {
         self.registers.iter().all(|r| r.get() == 0)
     }
 
+    /// Observes one hash. The shape's `t` and `d` reach the per-item code as constants for
+    /// UltraLogLog and for ExaLogLog's default `(2, 20)` (8 fewer instructions per item, of
+    /// about 60, measured with callgrind), and as variables otherwise.
     #[inline]
     pub(crate) fn observe_hash(&mut self, hash: u64) {
-        let (index, k) = self.shape.locate(hash);
-        if let Some(slot) = self.registers.get_mut(index) {
-            let old = slot.get();
-            let new = self.shape.updated(old, k);
-            if new != old {
-                *slot = R::put(new);
-                self.changed(old, new);
+        let p = self.shape.p;
+        match (R::FIXED, self.shape.t, self.shape.d) {
+            (Some((t, d)), ..) => self.observe_in(Shape { p, t, d }, hash),
+            (None, 2, 20) => self.observe_in(Shape { p, t: 2, d: 20 }, hash),
+            _ => self.observe_in(self.shape, hash),
+        }
+    }
+
+    #[inline(always)]
+    fn observe_in(&mut self, shape: Shape, hash: u64) {
+        let (index, k) = shape.locate(hash);
+        if let Some(&old) = self.registers.get(index)
+            && !shape.below_window(old.get(), k)
+        {
+            self.update(index, k);
+        }
+    }
+
+    /// Observes many hashes, choosing the shape's constants once for the whole loop.
+    pub(crate) fn observe_hashes(&mut self, hashes: impl Iterator<Item = u64>) {
+        let p = self.shape.p;
+        match (R::FIXED, self.shape.t, self.shape.d) {
+            (Some((t, d)), ..) => hashes.for_each(|hash| self.observe_in(Shape { p, t, d }, hash)),
+            (None, 2, 20) => hashes.for_each(|hash| self.observe_in(Shape { p, t: 2, d: 20 }, hash)),
+            _ => {
+                let shape = self.shape;
+                hashes.for_each(|hash| self.observe_in(shape, hash));
             }
         }
     }
 
-    /// Observes many hashes, with the shape and registers in locals for the whole loop.
-    pub(crate) fn observe_hashes(&mut self, hashes: impl Iterator<Item = u64>) {
+    /// Applies value `k` to register `index`: the path of the items that reach a register's
+    /// window (most early in a stream, few later).
+    #[inline(never)]
+    fn update(&mut self, index: usize, k: u32) {
         let shape = self.shape;
-        for hash in hashes {
-            let (index, k) = shape.locate(hash);
-            if let Some(slot) = self.registers.get_mut(index) {
-                let old = slot.get();
-                let new = shape.updated(old, k);
-                if new != old {
-                    *slot = R::put(new);
-                    self.changed(old, new);
-                }
+        if let Some(slot) = self.registers.get_mut(index) {
+            let old = slot.get();
+            let new = shape.updated(old, k);
+            if new != old {
+                *slot = R::put(new);
+                self.changed(old, new, k);
             }
         }
     }
@@ -364,12 +413,18 @@ impl<R: Cell> Core<R> {
     /// Accounts for a register of this stream changing from `old` to `new`: the martingale
     /// adds the inverse of the probability of a change (Horvitz–Thompson), then the unseen
     /// mass follows the register.
-    #[cold]
-    fn changed(&mut self, old: u64, new: u64) {
+    #[inline]
+    fn changed(&mut self, old: u64, new: u64, k: u32) {
         if let Some(x) = &mut self.martingale {
             *x += pow2(64 + i32::from(self.shape.p)) / wide_to_f64(self.unseen);
         }
-        self.unseen = self.unseen - self.shape.change_fixed(old) + self.shape.change_fixed(new);
+        let shape = self.shape;
+        self.unseen = if old >> shape.d == new >> shape.d {
+            // Only value k, in the window, became seen.
+            self.unseen - shape.rho_fixed(k)
+        } else {
+            self.unseen - shape.change_fixed(old) + shape.change_fixed(new)
+        };
     }
 
     /// Recomputes the unseen mass from the registers.
