@@ -177,22 +177,31 @@ impl Shape {
         pow2(-i32::from(self.t) - (j as i32 + 1).min(top))
     }
 
-    /// Adds to `seen[j]` the values of level `j` that register `r` knows it has seen.
-    pub(crate) fn count_seen(self, r: u64, seen: &mut [u32]) {
+    /// Adds `times` to `seen[j]` for each value of level `j` that register `r` knows it has
+    /// seen (walking its window level by level, as [`change_fixed`](Self::change_fixed)).
+    pub(crate) fn count_seen(self, r: u64, times: u32, seen: &mut [u32]) {
         let d = u32::from(self.d);
         let u = (r >> d) as u32;
         if u == 0 {
             return;
         }
-        let t = u32::from(self.t);
-        let top = self.top_level();
+        let (t, top) = (u32::from(self.t), self.top_level());
         let level = |k: u32| ((k - 1) >> t).min(top) as usize;
-        seen[level(u)] += 1;
-        let mut h = r & self.history_mask();
-        while h != 0 {
-            let b = h.trailing_zeros();
-            h &= h - 1;
-            seen[level(u + b - d)] += 1;
+        seen[level(u)] += times;
+        let h = r & self.history_mask();
+        if h == 0 {
+            return;
+        }
+        let lowest = u.saturating_sub(d).max(1);
+        let mut v = u - 1;
+        loop {
+            let from = (((v - 1) >> t << t) + 1).max(lowest);
+            let (bit, width) = (from + d - u, v - from + 1);
+            seen[level(v)] += times * ((h >> bit) & ((1 << width) - 1)).count_ones();
+            if from == lowest {
+                return;
+            }
+            v = from - 1;
         }
     }
 
@@ -443,8 +452,19 @@ impl<R: Cell> Core<R> {
     /// The counts of values known seen, level by level.
     pub(crate) fn seen_by_level(&self) -> Vec<u32> {
         let mut seen = vec![0u32; self.shape.levels()];
-        for r in self.registers.iter() {
-            self.shape.count_seen(r.get(), &mut seen);
+        if size_of::<R>() == 1 {
+            // One-byte registers: count each state once, from a histogram of the bytes.
+            let mut histogram = [0u32; 256];
+            for r in self.registers.iter() {
+                histogram[r.get() as usize & 255] += 1;
+            }
+            for (r, &times) in histogram.iter().enumerate().filter(|&(_, &times)| times > 0) {
+                self.shape.count_seen(r as u64, times, &mut seen);
+            }
+        } else {
+            for r in self.registers.iter() {
+                self.shape.count_seen(r.get(), 1, &mut seen);
+            }
         }
         seen
     }
@@ -661,6 +681,14 @@ mod tests {
                 }
                 let union: std::collections::BTreeSet<u32> = set.union(&other_set).copied().collect();
                 assert_eq!(shape.union(r, other), from_set(shape, &union), "{shape:?}");
+                // The seen counts are the known-seen values, level by level.
+                let mut seen = vec![0u32; shape.levels()];
+                shape.count_seen(r, 2, &mut seen);
+                let mut expected = vec![0u32; shape.levels()];
+                for k in shape.seen_values(r) {
+                    expected[(((k - 1) >> shape.t) as usize).min(shape.levels() - 1)] += 2;
+                }
+                assert_eq!(seen, expected, "{shape:?} r {r:x}");
                 // The change probability is the mass of the values whose arrival changes r.
                 let changes: u128 =
                     (1..=shape.max_value()).filter(|&k| shape.updated(r, k) != r).map(|k| shape.rho_fixed(k)).sum();
