@@ -16,7 +16,7 @@ use crate::hash::{DEFAULT_SEED, Hashable};
 /// HyperLogLog's, and whether each of the `d` values below `u` occurred. The recommended
 /// configuration, `t = 2`, `d = 20` (28-bit registers), has the lowest memory-variance
 /// product of the family: 3.67 with maximum likelihood and 2.83 with the martingale, against
-/// 6.45 and 4.16 for HyperLogLog's 6-bit registers (43 % less memory at the same error).
+/// 6.48 and 4.16 for HyperLogLog's 6-bit registers (43 % less memory at the same error).
 /// Update values reach `(65 − p − t)·2^t`, which counts far beyond `2^64` distinct items:
 /// the exa-scale (`10^18`) and more.
 ///

@@ -293,6 +293,98 @@ impl Shape {
     }
 }
 
+/// The history bits of each level of a register's window, precomputed for a shape, for the
+/// passes over all registers (recount, estimate). Where the window's levels fall depends only
+/// on the position of `u` within its level, `q = (u − 1) mod 2^t`: `mask(q, o)` selects the
+/// history bits of the values `o` levels below `u`'s.
+pub(crate) struct LevelMasks {
+    shape: Shape,
+    offsets: usize,
+    masks: Vec<u64>,
+}
+
+impl LevelMasks {
+    pub(crate) fn new(shape: Shape) -> Self {
+        let (t, d) = (u32::from(shape.t), u32::from(shape.d));
+        // A maximum high enough that its whole window exists.
+        let base = (d + 2) << t;
+        let offset = |u: u32, v: u32| (((u - 1) >> t) - ((v - 1) >> t)) as usize;
+        let offsets = (0..1u32 << t).map(|q| offset(base + q + 1, base + q + 1 - d) + 1).max().unwrap_or(1);
+        let mut masks = vec![0u64; offsets << t];
+        for q in 0..1u32 << t {
+            let u = base + q + 1;
+            for b in 0..d {
+                masks[(q as usize) * offsets + offset(u, u + b - d)] |= 1 << b;
+            }
+        }
+        Self { shape, offsets, masks }
+    }
+
+    /// `(level of u, the masks for u's position)`, or `None` for the empty register.
+    #[inline]
+    fn of(&self, u: u32) -> Option<(u32, &[u64])> {
+        let t = u32::from(self.shape.t);
+        let q = ((u.checked_sub(1)?) & ((1 << t) - 1)) as usize;
+        Some(((u - 1) >> t, &self.masks[q * self.offsets..(q + 1) * self.offsets]))
+    }
+
+    /// [`Shape::count_seen`], by masks.
+    #[inline]
+    pub(crate) fn count_seen(&self, r: u64, times: u32, seen: &mut [u32]) {
+        let d = self.shape.d;
+        let Some((level, masks)) = self.of((r >> d) as u32) else { return };
+        let h = r & self.shape.history_mask();
+        seen[level as usize] += times;
+        for (o, &mask) in masks.iter().enumerate().take(level as usize + 1) {
+            seen[level as usize - o] += times * (h & mask).count_ones();
+        }
+    }
+
+    /// The sum of [`Shape::change_fixed`] over `registers`, in plain integer counts: how many
+    /// registers have each maximum `u` (whose tail masses are added once at the end), and how
+    /// many unseen window values each level holds.
+    pub(crate) fn unseen_mass(&self, registers: impl Iterator<Item = u64>) -> u128 {
+        let shape = self.shape;
+        let (d, t, top) = (u32::from(shape.d), u32::from(shape.t), shape.top_level());
+        let mut maxima = vec![0u64; shape.max_value() as usize + 1];
+        let mut unseen_by_level = vec![0u64; shape.levels()];
+        for r in registers {
+            let u = (r >> d) as u32;
+            maxima[u as usize] += 1;
+            let Some((level, masks)) = self.of(u) else { continue };
+            let lowest = (d + 1).saturating_sub(u).min(63);
+            let unseen = !r & shape.history_mask() & !((1u64 << lowest) - 1);
+            for (o, &mask) in masks.iter().enumerate().take(level as usize + 1) {
+                unseen_by_level[level as usize - o] += u64::from((unseen & mask).count_ones());
+            }
+        }
+        let tails: u128 = maxima.iter().enumerate().map(|(u, &n)| u128::from(n) * shape.tail_fixed(u as u32)).sum();
+        let window: u128 =
+            unseen_by_level.iter().enumerate().map(|(j, &n)| u128::from(n) << (64 - t - (j as u32 + 1).min(top))).sum();
+        tails + window
+    }
+
+    /// [`Shape::change_fixed`], by masks.
+    #[cfg(test)]
+    #[inline]
+    pub(crate) fn change_fixed(&self, r: u64) -> u128 {
+        let shape = self.shape;
+        let d = u32::from(shape.d);
+        let u = (r >> d) as u32;
+        let mut total = shape.tail_fixed(u);
+        let Some((level, masks)) = self.of(u) else { return total };
+        // History bits of values below 1 do not exist: bits below d + 1 − u.
+        let lowest = (d + 1).saturating_sub(u).min(63);
+        let unseen = !r & shape.history_mask() & !((1u64 << lowest) - 1);
+        let (t, top) = (u32::from(shape.t), shape.top_level());
+        for (o, &mask) in masks.iter().enumerate().take(level as usize + 1) {
+            let j = level - o as u32;
+            total += u128::from((unseen & mask).count_ones()) << (64 - t - (j + 1).min(top));
+        }
+        total
+    }
+}
+
 /// Converts a 128-bit fixed-point sum to `f64` from its two 64-bit halves (within an ulp).
 #[inline]
 pub(crate) fn wide_to_f64(x: u128) -> f64 {
@@ -436,10 +528,30 @@ impl<R: Cell> Core<R> {
         };
     }
 
-    /// Recomputes the unseen mass from the registers.
+    /// Recomputes the unseen mass from the registers: from a histogram of the states for
+    /// one-byte registers, by [`LevelMasks`] for wider ones.
     pub(crate) fn recount(&mut self) {
         let shape = self.shape;
-        self.unseen = self.registers.iter().map(|r| shape.change_fixed(r.get())).sum();
+        self.unseen = if size_of::<R>() == 1 {
+            let histogram = self.byte_histogram();
+            histogram
+                .iter()
+                .enumerate()
+                .filter(|&(_, &n)| n > 0)
+                .map(|(r, &n)| u128::from(n) * shape.change_fixed(r as u64))
+                .sum()
+        } else {
+            LevelMasks::new(shape).unseen_mass(self.registers.iter().map(|r| r.get()))
+        };
+    }
+
+    /// How many registers hold each byte value (one-byte registers only).
+    fn byte_histogram(&self) -> [u32; 256] {
+        let mut histogram = [0u32; 256];
+        for r in self.registers.iter() {
+            histogram[r.get() as usize & 255] += 1;
+        }
+        histogram
     }
 
     /// The number of (register, value) pairs known seen: each took a distinct item and a
@@ -454,16 +566,14 @@ impl<R: Cell> Core<R> {
         let mut seen = vec![0u32; self.shape.levels()];
         if size_of::<R>() == 1 {
             // One-byte registers: count each state once, from a histogram of the bytes.
-            let mut histogram = [0u32; 256];
-            for r in self.registers.iter() {
-                histogram[r.get() as usize & 255] += 1;
-            }
+            let histogram = self.byte_histogram();
             for (r, &times) in histogram.iter().enumerate().filter(|&(_, &times)| times > 0) {
                 self.shape.count_seen(r as u64, times, &mut seen);
             }
         } else {
+            let masks = LevelMasks::new(self.shape);
             for r in self.registers.iter() {
-                self.shape.count_seen(r.get(), 1, &mut seen);
+                masks.count_seen(r.get(), 1, &mut seen);
             }
         }
         seen
@@ -664,6 +774,7 @@ mod tests {
     fn registers_follow_their_definition() {
         let mut state = 1;
         for shape in SHAPES {
+            let mut all = Vec::new();
             for _ in 0..300 {
                 let mut set = std::collections::BTreeSet::new();
                 let mut r = 0;
@@ -689,11 +800,19 @@ mod tests {
                     expected[(((k - 1) >> shape.t) as usize).min(shape.levels() - 1)] += 2;
                 }
                 assert_eq!(seen, expected, "{shape:?} r {r:x}");
+                let masks = LevelMasks::new(shape);
+                let mut by_masks = vec![0u32; shape.levels()];
+                masks.count_seen(r, 2, &mut by_masks);
+                assert_eq!(by_masks, expected, "{shape:?} r {r:x} by masks");
+                assert_eq!(masks.change_fixed(r), shape.change_fixed(r), "{shape:?} r {r:x} by masks");
                 // The change probability is the mass of the values whose arrival changes r.
                 let changes: u128 =
                     (1..=shape.max_value()).filter(|&k| shape.updated(r, k) != r).map(|k| shape.rho_fixed(k)).sum();
                 assert_eq!(shape.change_fixed(r), changes, "{shape:?} r {r:x}");
+                all.extend([r, other]);
             }
+            let direct: u128 = all.iter().map(|&r| shape.change_fixed(r)).sum();
+            assert_eq!(LevelMasks::new(shape).unseen_mass(all.iter().copied()), direct, "{shape:?}");
         }
     }
 
