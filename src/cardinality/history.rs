@@ -77,12 +77,18 @@ impl Shape {
         (index, (z << t) + sub + 1)
     }
 
-    /// Whether value `k` lies more than `d` below register `r`'s maximum, where it changes
-    /// nothing: once a sketch has filled, most items, rejected by this one comparison as
-    /// HyperLogLog rejects a rank below its register.
+    /// Whether value `k` leaves register `r` as it is: at or below the maximum, and known
+    /// seen or below the window. Branch-free, so that only the items that change a register
+    /// take a branch the predictor cannot guess: the window, `u` at its top, goes to the top
+    /// bits of a word whose lower bits are all ones (below the window counts as seen), and
+    /// the bit of `k` is shifted to the sign.
     #[inline]
-    pub(crate) fn below_window(self, r: u64, k: u32) -> bool {
-        u64::from(k) + u64::from(self.d) < r >> self.d
+    pub(crate) fn leaves(self, r: u64, k: u32) -> bool {
+        let d = u32::from(self.d);
+        let u = r >> d;
+        let seen = (((r & self.history_mask()) | 1 << d) << (63 - d)) | ((1 << (63 - d)) - 1);
+        let below = u.wrapping_sub(u64::from(k)).min(63) as u32;
+        (u64::from(k) <= u) & ((seen << below) >> 63 == 1)
     }
 
     /// The register after value `k` (`1 <= k <= max_value`) occurred.
@@ -141,6 +147,15 @@ impl Shape {
     /// `2^64 ·` the probability that an item of a register in state `r` changes it: the
     /// values above `u`, and those of the window it knows it has not seen.
     pub(crate) fn change_fixed(self, r: u64) -> u128 {
+        if (self.t, self.d) == (0, 2) {
+            // UltraLogLog in closed form: ρ_k = 2^−k for every value below the largest,
+            // 65 − p, so the values above u weigh 2^−u, and the window's 2^−(u−1), 2^−(u−2).
+            let u = (r >> 2) as u32;
+            let tail = if u < self.max_value() { ONE >> u } else { 0 };
+            let below_1 = if u >= 2 && r & 2 == 0 { ONE >> (u - 1) } else { 0 };
+            let below_2 = if u >= 3 && r & 1 == 0 { ONE >> (u - 2) } else { 0 };
+            return tail + below_1 + below_2;
+        }
         let d = u32::from(self.d);
         let u = (r >> d) as u32;
         let mut total = self.tail_fixed(u);
@@ -391,6 +406,28 @@ pub(crate) fn wide_to_f64(x: u128) -> f64 {
     ((x >> 64) as u64 as f64) * pow2(64) + (x as u64 as f64)
 }
 
+/// For each UltraLogLog register byte `4u + h`, the values `k` (as bits) that would change
+/// it: every `k > u`, and `u − 1`, `u − 2` while unseen. One load and a shift then decide an
+/// item without a branch the predictor must guess (changes only are unpredictable).
+const ULL_CHANGES: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut r = 0;
+    while r < 256 {
+        let u = r >> 2;
+        // Values above u (k <= 62 always: 65 − p with p >= 3).
+        let mut mask = if u >= 63 { 0 } else { !0u64 << (u + 1) };
+        if u >= 2 && r & 2 == 0 {
+            mask |= 1 << (u - 1);
+        }
+        if u >= 3 && r & 1 == 0 {
+            mask |= 1 << (u - 2);
+        }
+        table[r] = mask;
+        r += 1;
+    }
+    table
+};
+
 /// A register cell in memory: a byte for UltraLogLog, 32 bits for ExaLogLog.
 pub(crate) trait Cell: Copy + Default + PartialEq + std::fmt::Debug {
     /// `(t, d)` when every sketch of this cell has them (UltraLogLog's `(0, 2)`): constants
@@ -476,10 +513,13 @@ impl<R: Cell> Core<R> {
     #[inline(always)]
     fn observe_in(&mut self, shape: Shape, hash: u64) {
         let (index, k) = shape.locate(hash);
-        if let Some(&old) = self.registers.get(index)
-            && !shape.below_window(old.get(), k)
-        {
-            self.update(index, k);
+        let Some(&old) = self.registers.get(index) else { return };
+        let unchanged = match R::FIXED {
+            Some((0, 2)) => ULL_CHANGES[old.get() as usize & 255] >> k & 1 == 0,
+            _ => shape.leaves(old.get(), k),
+        };
+        if !unchanged {
+            self.update(shape, index, k);
         }
     }
 
@@ -497,16 +537,16 @@ impl<R: Cell> Core<R> {
     }
 
     /// Applies value `k` to register `index`: the path of the items that reach a register's
-    /// window (most early in a stream, few later).
-    #[inline(never)]
-    fn update(&mut self, index: usize, k: u32) {
-        let shape = self.shape;
+    /// window (most early in a stream, few later). Inlined, so that `shape`'s constants reach
+    /// it too.
+    #[inline(always)]
+    fn update(&mut self, shape: Shape, index: usize, k: u32) {
         if let Some(slot) = self.registers.get_mut(index) {
             let old = slot.get();
             let new = shape.updated(old, k);
             if new != old {
                 *slot = R::put(new);
-                self.changed(old, new, k);
+                self.changed(shape, old, new, k);
             }
         }
     }
@@ -515,11 +555,10 @@ impl<R: Cell> Core<R> {
     /// adds the inverse of the probability of a change (Horvitz–Thompson), then the unseen
     /// mass follows the register.
     #[inline]
-    fn changed(&mut self, old: u64, new: u64, k: u32) {
+    fn changed(&mut self, shape: Shape, old: u64, new: u64, k: u32) {
         if let Some(x) = &mut self.martingale {
-            *x += pow2(64 + i32::from(self.shape.p)) / wide_to_f64(self.unseen);
+            *x += pow2(64 + i32::from(shape.p)) / wide_to_f64(self.unseen);
         }
-        let shape = self.shape;
         self.unseen = if old >> shape.d == new >> shape.d {
             // Only value k, in the window, became seen.
             self.unseen - shape.rho_fixed(k)
@@ -837,6 +876,31 @@ mod tests {
                     reduced[to] = coarse.union(reduced[to], shape.reduced(r, i, coarse));
                 }
                 assert_eq!(reduced, direct, "{shape:?} to {coarse_p}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_ultraloglog_change_table_agrees_with_the_registers() {
+        for p in [3, 10, 26] {
+            let shape = Shape { p, t: 0, d: 2 };
+            for r in (0..256_u64).filter(|&r| shape.is_valid(r)) {
+                for k in 1..=shape.max_value() {
+                    let changes = shape.updated(r, k) != r;
+                    assert_eq!(ULL_CHANGES[r as usize] >> k & 1 == 1, changes, "p {p} r {r} k {k}");
+                    assert_eq!(!shape.leaves(r, k), changes, "p {p} r {r} k {k}");
+                }
+            }
+        }
+        for shape in SHAPES {
+            let mut state = 9;
+            for _ in 0..2000 {
+                let mut r = 0;
+                for _ in 0..(splitmix(&mut state) % 30) {
+                    r = shape.updated(r, shape.locate(splitmix(&mut state)).1);
+                }
+                let k = shape.locate(splitmix(&mut state) >> (splitmix(&mut state) % 8)).1;
+                assert_eq!(!shape.leaves(r, k), shape.updated(r, k) != r, "{shape:?} r {r:x} k {k}");
             }
         }
     }
