@@ -14,9 +14,18 @@
 //!   sketch of 500k different items.
 //! - `to_bytes` / `from_bytes`: one serialization / validated deserialization of the full sketch.
 //!
+//! The `ull_ell/*` groups time `UltraLogLog` and `ExaLogLog` (`t = 2`, `d = 20`) beside our
+//! `HyperLogLog` and DataSketches' HLL_4, HLL_6, HLL_8 and CPC at the same precision (`lg_k`),
+//! on the same data, with the timing model above: `observe_u64` (`N` items into a fresh
+//! sketch), `estimate` (each estimator of a sketch of `N` items: martingale, maximum
+//! likelihood, FGRA, and the estimate after a merge of two halves) and `merge` (two sketches of
+//! `N` different items each, at precision 12). Run them alone with
+//! `cargo bench --bench cardinality -- ull_ell`. Their accuracy at equal memory is
+//! `examples/per_byte.rs`.
+//!
 //! Peers, each used the way its documentation shows (so each with its own hasher):
-//! - `datasketches` 0.6 `HllSketch` (`Hll4`, `Hll8`) and `CpcSketch`: MurmurHash3 x64/128 (seed
-//!   9001) through `std::hash::Hash`; merge through `HllUnion` / `CpcUnion`.
+//! - `datasketches` 0.6 `HllSketch` (`Hll4`, `Hll6`, `Hll8`) and `CpcSketch`: MurmurHash3
+//!   x64/128 (seed 9001) through `std::hash::Hash`; merge through `HllUnion` / `CpcUnion`.
 //! - `hyperloglogplus` 0.4 `HyperLogLogPlus` with `std`'s `RandomState` (SipHash-1-3).
 //! - `cardinality-estimator` 1.0 `CardinalityEstimator<T, WyHash, P, 6>` (wyhash).
 //! - `streaming_algorithms` 0.3 `HyperLogLog` (streaming `Xxh3` hasher, seed 0), `save`/`load`
@@ -25,7 +34,7 @@
 //!   xor-folded into an accumulator: the cost of the hash alone.
 
 mod common;
-use common::{DATA_SEED, big_group, merge_case, small_group, splitmix64};
+use common::{DATA_SEED, big_group, filled, merge_case, small_group, splitmix64};
 use std::collections::hash_map::RandomState;
 use std::hint::black_box;
 use std::sync::OnceLock;
@@ -38,7 +47,7 @@ use datasketches::cpc::{CpcSketch, CpcUnion};
 use datasketches::hll::{HllSketch, HllType, HllUnion};
 use hyperloglogplus::{HyperLogLog as _, HyperLogLogPlus};
 use streaming_algorithms::HyperLogLog as SaHyperLogLog;
-use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
 use synopses::hash::DEFAULT_SEED;
 use wyhash::WyHash;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -51,6 +60,11 @@ const N_PAR: usize = 10_000_000;
 const PRECISIONS: [u8; 2] = [12, 14];
 /// Precision of the merge and serialization groups.
 const P_BIG: u8 = 14;
+/// Precision of the UltraLogLog / ExaLogLog estimate and merge groups.
+const P_ULL: u8 = 12;
+/// DataSketches' three HLL register widths, by benchmark name.
+const DS_HLL_TYPES: [(&str, HllType); 3] =
+    [("datasketches_hll4", HllType::Hll4), ("datasketches_hll6", HllType::Hll6), ("datasketches_hll8", HllType::Hll8)];
 
 fn gen_u64s(n: usize) -> Vec<u64> {
     let mut state = DATA_SEED;
@@ -122,6 +136,14 @@ fn observe_all_case<T, S>(
 
 fn synopses_hll(p: u8) -> HyperLogLog {
     HyperLogLog::new(p).expect("precision in range")
+}
+
+fn ull(p: u8) -> UltraLogLog {
+    UltraLogLog::new(p).expect("precision in range")
+}
+
+fn ell(p: u8) -> ExaLogLog {
+    ExaLogLog::new(p).expect("precision in range")
 }
 
 fn ds_hll(p: u8, t: HllType) -> HllSketch {
@@ -317,6 +339,50 @@ fn bench_estimate(c: &mut Criterion) {
     g.finish();
 }
 
+/// Times a DataSketches HLL merge, which goes through a union (whose gadget is always Hll8):
+/// `union.update` of a sketch of type `t` that saw `right` into a clone (made in setup) of a
+/// union that already holds the one that saw `left`.
+fn ds_hll_union_case(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    id: BenchmarkId,
+    p: u8,
+    t: HllType,
+    (left, right): (&[u64], &[u64]),
+) {
+    let build = |items: &[u64]| filled(items, || ds_hll(p, t), |s, x| s.update(x));
+    let right = build(right);
+    let mut union = HllUnion::new(p).expect("lg_k in range");
+    union.update(&build(left));
+    g.bench_function(id, |b| {
+        b.iter_batched(
+            || union.clone(),
+            |mut u| {
+                u.update(black_box(&right));
+                u
+            },
+            BatchSize::LargeInput,
+        );
+    });
+}
+
+/// Times a DataSketches CPC merge the same way, through a `CpcUnion`.
+fn ds_cpc_union_case(g: &mut BenchmarkGroup<'_, WallTime>, id: BenchmarkId, p: u8, (left, right): (&[u64], &[u64])) {
+    let build = |items: &[u64]| filled(items, || ds_cpc(p), |s, x| s.update(x));
+    let right = build(right);
+    let mut union = CpcUnion::new(p).expect("lg_k in range");
+    union.update(&build(left)).expect("same seed");
+    g.bench_function(id, |b| {
+        b.iter_batched(
+            || union.clone(),
+            |mut u| {
+                u.update(black_box(&right)).expect("same seed");
+                u
+            },
+            BatchSize::LargeInput,
+        );
+    });
+}
+
 fn bench_merge(c: &mut Criterion) {
     let (l, r) = data().u64s.split_at(N / 2);
     let p = P_BIG;
@@ -331,48 +397,10 @@ fn bench_merge(c: &mut Criterion) {
         t.merge(o).expect("same config")
     });
 
-    // datasketches merges through a union (its gadget is always Hll8): time `union.update` of
-    // the right sketch into a union that already holds the left one.
     for (name, t) in [("datasketches_hll4", HllType::Hll4), ("datasketches_hll8", HllType::Hll8)] {
-        let build = |items: &[u64]| {
-            let mut s = ds_hll(p, t);
-            items.iter().for_each(|x| s.update(*x));
-            s
-        };
-        let right = build(r);
-        let mut union = HllUnion::new(p).expect("lg_k in range");
-        union.update(&build(l));
-        g.bench_function(id(format_args!("p{p}"), name), |b| {
-            b.iter_batched(
-                || union.clone(),
-                |mut u| {
-                    u.update(black_box(&right));
-                    u
-                },
-                BatchSize::LargeInput,
-            );
-        });
+        ds_hll_union_case(&mut g, id(format_args!("p{p}"), name), p, t, (l, r));
     }
-    {
-        let build = |items: &[u64]| {
-            let mut s = ds_cpc(p);
-            items.iter().for_each(|x| s.update(*x));
-            s
-        };
-        let right = build(r);
-        let mut union = CpcUnion::new(p).expect("lg_k in range");
-        union.update(&build(l)).expect("same seed");
-        g.bench_function(id(format_args!("p{p}"), "datasketches_cpc"), |b| {
-            b.iter_batched(
-                || union.clone(),
-                |mut u| {
-                    u.update(black_box(&right)).expect("same seed");
-                    u
-                },
-                BatchSize::LargeInput,
-            );
-        });
-    }
+    ds_cpc_union_case(&mut g, id(format_args!("p{p}"), "datasketches_cpc"), p, (l, r));
 
     let build = |items: &[u64]| {
         let mut s = hllpp::<u64>(p);
@@ -538,6 +566,149 @@ fn bench_fm(c: &mut Criterion) {
     g.finish();
 }
 
+fn bench_ull_ell_observe(c: &mut Criterion) {
+    let items = &data().u64s[..];
+    let mut g = big_group(c, "ull_ell/observe_u64");
+    g.throughput(Throughput::Elements(items.len() as u64));
+    for p in PRECISIONS {
+        observe_case(&mut g, p, "ultraloglog", items, || ull(p), |s, x| s.observe(*x));
+        observe_all_case(&mut g, p, "ultraloglog_observe_all", items, || ull(p), |s, xs| s.observe_all(xs));
+        observe_case(&mut g, p, "exaloglog", items, || ell(p), |s, x| s.observe(*x));
+        observe_all_case(&mut g, p, "exaloglog_observe_all", items, || ell(p), |s, xs| s.observe_all(xs));
+        observe_case(&mut g, p, "hyperloglog", items, || synopses_hll(p), |s, x| s.observe(*x));
+        observe_all_case(&mut g, p, "hyperloglog_observe_all", items, || synopses_hll(p), |s, xs| s.observe_all(xs));
+        for (name, t) in DS_HLL_TYPES {
+            observe_case(&mut g, p, name, items, || ds_hll(p, t), |s, x| s.update(*x));
+        }
+        observe_case(&mut g, p, "datasketches_cpc", items, || ds_cpc(p), |s, x| s.update(*x));
+    }
+    g.finish();
+}
+
+/// The merge (by `merge`) of a sketch that saw `left` and one that saw `right`.
+fn merged_halves<S>(
+    (left, right): (&[u64], &[u64]),
+    make: impl Fn() -> S,
+    push: impl Fn(&mut S, u64) + Copy,
+    merge: impl Fn(&mut S, &S),
+) -> S {
+    let mut s = filled(left, &make, push);
+    merge(&mut s, &filled(right, &make, push));
+    s
+}
+
+/// The sketches of the `ull_ell` estimate group: each saw all `N` items, and the `merged`
+/// ones are the merge of two sketches of the two halves.
+struct Histories {
+    ull: UltraLogLog,
+    ull_merged: UltraLogLog,
+    ell: ExaLogLog,
+    ell_merged: ExaLogLog,
+    hll: HyperLogLog,
+    hll_merged: HyperLogLog,
+    hll8: HllSketch,
+    hll8_merged: HllSketch,
+    cpc: CpcSketch,
+    cpc_merged: CpcSketch,
+}
+
+fn histories(p: u8, items: &[u64]) -> Histories {
+    let halves = items.split_at(items.len() / 2);
+    let (left, right) = halves;
+    let mut hll_union = HllUnion::new(p).expect("lg_k in range");
+    hll_union.update(&filled(left, || ds_hll(p, HllType::Hll8), |s, x| s.update(x)));
+    hll_union.update(&filled(right, || ds_hll(p, HllType::Hll8), |s, x| s.update(x)));
+    let mut cpc_union = CpcUnion::new(p).expect("lg_k in range");
+    cpc_union.update(&filled(left, || ds_cpc(p), |s, x| s.update(x))).expect("same seed");
+    cpc_union.update(&filled(right, || ds_cpc(p), |s, x| s.update(x))).expect("same seed");
+    Histories {
+        ull: filled(items, || ull(p), |s, x| s.observe(x)),
+        ull_merged: merged_halves(halves, || ull(p), |s, x| s.observe(x), |s, o| s.merge(o).expect("same config")),
+        ell: filled(items, || ell(p), |s, x| s.observe(x)),
+        ell_merged: merged_halves(halves, || ell(p), |s, x| s.observe(x), |s, o| s.merge(o).expect("same config")),
+        hll: filled(items, || synopses_hll(p), |s, x| s.observe(x)),
+        hll_merged: merged_halves(
+            halves,
+            || synopses_hll(p),
+            |s, x| s.observe(x),
+            |s, o| s.merge(o).expect("same config"),
+        ),
+        hll8: filled(items, || ds_hll(p, HllType::Hll8), |s, x| s.update(x)),
+        hll8_merged: hll_union.to_sketch(HllType::Hll8),
+        cpc: filled(items, || ds_cpc(p), |s, x| s.update(x)),
+        cpc_merged: cpc_union.to_sketch(),
+    }
+}
+
+fn bench_ull_ell_estimate(c: &mut Criterion) {
+    use UltraLogLogEstimator::{Fgra, MaximumLikelihood};
+    let items = &data().u64s[..];
+    let p = P_ULL;
+    let h = histories(p, items);
+    eprintln!(
+        "ull_ell estimate inputs p{p} (truth {N}): ultraloglog martingale {:.0} ML {:.0} FGRA {:.0} merged {:.0}, \
+         exaloglog martingale {:.0} ML {:.0} merged {:.0}, hyperloglog {:.0} register {:.0} merged {:.0}, \
+         datasketches hll8 HIP {:.0} composite {:.0} merged {:.0}, cpc HIP {:.0} merged (ICON) {:.0}",
+        h.ull.estimate(),
+        h.ull.register_estimate(MaximumLikelihood),
+        h.ull.register_estimate(Fgra),
+        h.ull_merged.estimate(),
+        h.ell.estimate(),
+        h.ell.register_estimate(),
+        h.ell_merged.estimate(),
+        h.hll.estimate(),
+        h.hll.register_estimate(),
+        h.hll_merged.estimate(),
+        h.hll8.estimate(),
+        h.hll8.composite_estimate(),
+        h.hll8_merged.estimate(),
+        h.cpc.estimate(),
+        h.cpc_merged.estimate(),
+    );
+    let cfg = format!("p{p}");
+    let mut g = small_group(c, "ull_ell/estimate");
+    // The martingale is a stored number; `estimate` returns it while the sketch is unmerged.
+    g.bench_function(id(&cfg, "ultraloglog_martingale"), |b| b.iter(|| black_box(&h.ull).estimate()));
+    g.bench_function(id(&cfg, "ultraloglog_ml"), |b| b.iter(|| black_box(&h.ull).register_estimate(MaximumLikelihood)));
+    g.bench_function(id(&cfg, "ultraloglog_fgra"), |b| b.iter(|| black_box(&h.ull).register_estimate(Fgra)));
+    // After a merge `estimate` is maximum likelihood: the same work as `ultraloglog_ml`.
+    g.bench_function(id(&cfg, "ultraloglog_merged"), |b| b.iter(|| black_box(&h.ull_merged).estimate()));
+    g.bench_function(id(&cfg, "exaloglog_martingale"), |b| b.iter(|| black_box(&h.ell).estimate()));
+    g.bench_function(id(&cfg, "exaloglog_ml"), |b| b.iter(|| black_box(&h.ell).register_estimate()));
+    g.bench_function(id(&cfg, "exaloglog_merged"), |b| b.iter(|| black_box(&h.ell_merged).estimate()));
+    g.bench_function(id(&cfg, "hyperloglog_martingale"), |b| b.iter(|| black_box(&h.hll).estimate()));
+    g.bench_function(id(&cfg, "hyperloglog_register"), |b| b.iter(|| black_box(&h.hll).register_estimate()));
+    g.bench_function(id(&cfg, "hyperloglog_merged"), |b| b.iter(|| black_box(&h.hll_merged).estimate()));
+    g.bench_function(id(&cfg, "datasketches_hll8_hip"), |b| b.iter(|| black_box(&h.hll8).estimate()));
+    g.bench_function(id(&cfg, "datasketches_hll8_composite"), |b| b.iter(|| black_box(&h.hll8).composite_estimate()));
+    g.bench_function(id(&cfg, "datasketches_hll8_merged"), |b| b.iter(|| black_box(&h.hll8_merged).estimate()));
+    g.bench_function(id(&cfg, "datasketches_cpc_hip"), |b| b.iter(|| black_box(&h.cpc).estimate()));
+    g.bench_function(id(&cfg, "datasketches_cpc_merged"), |b| b.iter(|| black_box(&h.cpc_merged).estimate()));
+    g.finish();
+}
+
+fn bench_ull_ell_merge(c: &mut Criterion) {
+    // Two sketches of N items each, no item in common: the first N of the data and the next N.
+    let both = gen_u64s(2 * N);
+    let (l, r) = both.split_at(N);
+    let p = P_ULL;
+    let cfg = format!("p{p}");
+    let mut g = small_group(c, "ull_ell/merge");
+
+    let (left, right) = (filled(l, || ull(p), |s, x| s.observe(x)), filled(r, || ull(p), |s, x| s.observe(x)));
+    merge_case(&mut g, id(&cfg, "ultraloglog"), &left, &right, |t, o| t.merge(o).expect("same config"));
+    let (left, right) = (filled(l, || ell(p), |s, x| s.observe(x)), filled(r, || ell(p), |s, x| s.observe(x)));
+    merge_case(&mut g, id(&cfg, "exaloglog"), &left, &right, |t, o| t.merge(o).expect("same config"));
+    let build = |items: &[u64]| filled(items, || synopses_hll(p), |s, x| s.observe(x));
+    merge_case(&mut g, id(&cfg, "hyperloglog"), &build(l), &build(r), |t, o| t.merge(o).expect("same config"));
+
+    for (name, t) in DS_HLL_TYPES {
+        ds_hll_union_case(&mut g, id(&cfg, name), p, t, (l, r));
+    }
+    ds_cpc_union_case(&mut g, id(&cfg, "datasketches_cpc"), p, (l, r));
+    g.finish();
+}
+
 criterion_group!(
     benches,
     bench_observe_u64,
@@ -546,6 +717,9 @@ criterion_group!(
     bench_merge,
     bench_bytes,
     bench_parallel,
-    bench_fm
+    bench_fm,
+    bench_ull_ell_observe,
+    bench_ull_ell_estimate,
+    bench_ull_ell_merge
 );
 criterion_main!(benches);
