@@ -12,9 +12,10 @@
 //! from a seeded splitmix64 generator written below, so every run sees the same stream and
 //! prints the same numbers; only the timings depend on the machine.
 //!
-//! The demo shows, for HyperLogLog at precisions 10, 12 and 14 and Flajolet–Martin with 256
-//! and 1024 bitmaps: the estimate and its error, the 95 % (±2σ) bounds, the memory held and
-//! the serialized size against the `HashSet`'s, and the cost per observed item. It then
+//! The demo shows, for HyperLogLog at precisions 10, 12 and 14, UltraLogLog and ExaLogLog at
+//! about 4 KiB, and Flajolet–Martin with 256 and 1024 bitmaps: the estimate and its error, the
+//! 95 % (±2σ) bounds, the memory held and the serialized size against the `HashSet`'s, and
+//! the cost per observed item. It then
 //! splits the stream in four parts, sketches each part alone, merges the sketches, and checks
 //! that the result is exactly the sketch of the whole stream.
 //!
@@ -28,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::error::Error;
 use std::time::Instant;
 
-use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog};
 use synopses::core::{Bounds, Confidence, Mergeable};
 use synopses::frequency::{CountMin, HeavyHitters};
 use synopses::membership::{CounterWidth, CountingBloom};
@@ -128,6 +129,30 @@ impl Row {
         }
     }
 
+    fn ull(ull: &UltraLogLog, ns_per_item: f64) -> Self {
+        Self {
+            name: format!("UltraLogLog p={}", ull.precision()),
+            estimate: ull.estimate(),
+            rse: Some(ull.relative_standard_error()),
+            bounds: Some(ull.bounds(CONFIDENCE)),
+            memory: ull.size_in_bytes(),
+            serialized: ull.to_bytes().len(),
+            ns_per_item,
+        }
+    }
+
+    fn ell(ell: &ExaLogLog, ns_per_item: f64) -> Self {
+        Self {
+            name: format!("ExaLogLog p={}", ell.precision()),
+            estimate: ell.estimate(),
+            rse: Some(ell.relative_standard_error()),
+            bounds: Some(ell.bounds(CONFIDENCE)),
+            memory: ell.size_in_bytes(),
+            serialized: ell.to_bytes().len(),
+            ns_per_item,
+        }
+    }
+
     fn fm(fm: &FlajoletMartin, ns_per_item: f64) -> Self {
         Self {
             name: format!("FlajoletMartin m={}", fm.bitmaps()),
@@ -204,6 +229,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         let (hll, ns) = timed(HyperLogLog::new(p)?, &events, |h, user| h.observe(user));
         rows.push(Row::hll(&hll, ns));
     }
+    // The same 4 KiB, more accuracy: UltraLogLog keeps two more bits of history per register,
+    // ExaLogLog (3.5 KiB encoded) a finer scale and twenty.
+    let (ull, ns) = timed(UltraLogLog::new(12)?, &events, |u, user| u.observe(user));
+    rows.push(Row::ull(&ull, ns));
+    let (ell, ns) = timed(ExaLogLog::new(10)?, &events, |e, user| e.observe(user));
+    rows.push(Row::ell(&ell, ns));
     for m in [256, 1024] {
         let (fm, ns) = timed(FlajoletMartin::new(m)?, &events, |f, user| f.observe(user));
         rows.push(Row::fm(&fm, ns));

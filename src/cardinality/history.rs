@@ -527,11 +527,21 @@ impl<R: Cell> Core<R> {
     pub(crate) fn observe_hashes(&mut self, hashes: impl Iterator<Item = u64>) {
         let p = self.shape.p;
         match (R::FIXED, self.shape.t, self.shape.d) {
-            (Some((t, d)), ..) => hashes.for_each(|hash| self.observe_in(Shape { p, t, d }, hash)),
-            (None, 2, 20) => hashes.for_each(|hash| self.observe_in(Shape { p, t: 2, d: 20 }, hash)),
+            (Some((t, d)), ..) => {
+                for hash in hashes {
+                    self.observe_in(Shape { p, t, d }, hash);
+                }
+            }
+            (None, 2, 20) => {
+                for hash in hashes {
+                    self.observe_in(Shape { p, t: 2, d: 20 }, hash);
+                }
+            }
             _ => {
                 let shape = self.shape;
-                hashes.for_each(|hash| self.observe_in(shape, hash));
+                for hash in hashes {
+                    self.observe_in(shape, hash);
+                }
             }
         }
     }
