@@ -4,7 +4,7 @@
 //! Two parts, both printed, the second also written as CSV for `notebooks/loglog_family.ipynb`.
 //!
 //! **1. A worked example.** Hand-made hashes (through `observe_hash`) give chosen update values
-//! to one register of a tiny UltraLogLog (`p = 3`) and a tiny ExaLogLog (`p = 2, t = 2,
+//! to one register of a tiny UltraLogLog (`p = 4`) and a tiny ExaLogLog (`p = 2, t = 2,
 //! d = 20`). After each one the register is read back from the sketch's documented encoding
 //! (`to_bytes`: codec families 10 and 11; family 2 for the HyperLogLog of `to_hyperloglog`)
 //! and printed with the martingale estimate; then two registers are merged. This is what a register remembers beyond HyperLogLog's maximum: for
@@ -135,18 +135,18 @@ fn history(r: u64, d: u8) -> String {
 }
 
 fn worked_example() -> Result<(), BoxError> {
-    println!("== Worked example 1: one UltraLogLog register (p = 3, register 3)");
+    println!("== Worked example 1: one UltraLogLog register (p = 4, register 3)");
     println!("   register = 4u + 2·[u−1 seen] + [u−2 seen]; u alone is the HyperLogLog register");
     println!(
         "{:>6} {:>9} {:>9} {:>3} {:>6} {:>6} {:>12} {:>14}",
         "value", "register", "binary", "u", "[u−1]", "[u−2]", "martingale", "HyperLogLog"
     );
-    let mut ull = UltraLogLog::with_seed(3, 0)?;
+    let mut ull = UltraLogLog::with_seed(4, 0)?;
     for k in [2, 5, 4, 2, 7] {
-        ull.observe_hash(hash_for(3, 0, 3, k));
+        ull.observe_hash(hash_for(4, 0, 3, k));
         let r = ull_registers(&ull)[3];
         // The HyperLogLog that saw the same items (`to_hyperloglog`), its register 3.
-        let hll = hll_registers(&ull.to_hyperloglog()).ok_or("to_hyperloglog is dense")?[3];
+        let hll = hll_registers(&ull.to_hyperloglog()?).ok_or("to_hyperloglog is dense")?[3];
         println!(
             "{k:>6} {r:>9} {:>9} {:>3} {:>6} {:>6} {:>12} {hll:>14}",
             format!("{r:08b}"),
@@ -160,13 +160,13 @@ fn worked_example() -> Result<(), BoxError> {
 
     println!();
     println!("== Worked example 2: merging two UltraLogLog registers");
-    let mut a = UltraLogLog::with_seed(3, 0)?;
-    let mut b = UltraLogLog::with_seed(3, 0)?;
+    let mut a = UltraLogLog::with_seed(4, 0)?;
+    let mut b = UltraLogLog::with_seed(4, 0)?;
     for k in [7, 5] {
-        a.observe_hash(hash_for(3, 0, 3, k));
+        a.observe_hash(hash_for(4, 0, 3, k));
     }
     for k in [6, 5] {
-        b.observe_hash(hash_for(3, 0, 3, k));
+        b.observe_hash(hash_for(4, 0, 3, k));
     }
     let (ra, rb) = (ull_registers(&a)[3], ull_registers(&b)[3]);
     let mut union = a.clone();

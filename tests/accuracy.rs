@@ -540,6 +540,32 @@ fn simulated_sweep(ull: bool, p: u8, trials: u64, points: &[u64]) -> Vec<History
     errs
 }
 
+/// The maximum-likelihood estimate of every kind of ExaLogLog register, merged, far above
+/// `m`, where a long history reaches levels whose `λρ` is in the hundreds (a Newton step that
+/// overflowed there once stopped the solver at its first iterate, 60–97 % low).
+#[test]
+fn exaloglog_maximum_likelihood_for_every_shape() {
+    let (p, n, trials) = (6_u8, 200_000_u64, 30_u64);
+    let shapes = [(0, 0), (0, 2), (0, 10), (0, 26), (1, 9), (1, 20), (1, 25), (2, 16), (2, 24), (3, 10), (4, 22)];
+    let mut errs = Vec::new();
+    for (t, d) in shapes {
+        let mut e: Option<Errors> = None;
+        for trial in 0..trials {
+            let seed = 0xD0_0000 + trial;
+            let mut a = ExaLogLog::with_params(p, t, d, seed).unwrap();
+            let mut b = a.clone();
+            (0..n).for_each(|i| if i % 2 == 0 { a.observe(i) } else { b.observe(i) });
+            a.merge(&b).unwrap();
+            let e = e.get_or_insert_with(|| {
+                Errors::new(format!("ell p={p} t={t} d={d} ML"), n, a.relative_standard_error())
+            });
+            e.push(a.register_estimate());
+        }
+        errs.extend(e);
+    }
+    check_all(&errs);
+}
+
 #[test]
 fn ultraloglog_p8() {
     history_sweep(true, 8, 200, 1_000_000);

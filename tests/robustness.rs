@@ -2171,7 +2171,14 @@ fn check_history_sketches(bytes: &[u8]) -> Result<(), TestCaseError> {
             more.observe_hash(u64::MAX);
             prop_assert!(more.estimate() >= 0.0);
             prop_assert!(ull.reduce(3).is_ok());
-            let _ = ull.to_hyperloglog();
+            // A HyperLogLog of the same precision, which its own codec takes back, or an error.
+            match ull.to_hyperloglog() {
+                Ok(hll) => {
+                    let back = HyperLogLog::from_bytes(&hll.to_bytes());
+                    prop_assert_eq!(back.as_ref(), Ok(&hll));
+                }
+                Err(e) => prop_assert_eq!(e.parameter(), "precision"),
+            }
         }
     }
     match ExaLogLog::from_bytes(bytes) {
@@ -2243,6 +2250,18 @@ proptest! {
             prop_assert!(UltraLogLog::from_bytes(&mutated).is_err());
             prop_assert!(ExaLogLog::from_bytes(&mutated).is_err());
         }
+    }
+}
+
+proptest! {
+    /// Mutations of a real encoding's body under a valid checksum: what the checksum would
+    /// catch first, the field validation must catch (or the result must be canonical).
+    #[test]
+    fn history_sketches_validate_mutated_bodies(which in any::<Index>(), mutation in mutation_strategy()) {
+        let original = &HISTORY_ENCODINGS[which.index(HISTORY_ENCODINGS.len())];
+        let body = &original[4..original.len() - 8];
+        let mutated = envelope(original[3], &mutation.apply(body));
+        check_history_sketches(&mutated)?;
     }
 }
 

@@ -17,8 +17,9 @@ use crate::hash::{DEFAULT_SEED, Hashable};
 /// configuration, `t = 2`, `d = 20` (28-bit registers), has the lowest memory-variance
 /// product of the family: 3.67 with maximum likelihood and 2.83 with the martingale, against
 /// 6.48 and 4.16 for HyperLogLog's 6-bit registers (43 % less memory at the same error).
-/// Update values reach `(65 − p − t)·2^t`, which counts far beyond `2^64` distinct items:
-/// the exa-scale (`10^18`) and more.
+/// Update values reach `(65 − p − t)·2^t`, so no register saturates before the 64-bit hash
+/// itself runs out of distinct values, near `2^64 ≈ 1.8·10^19` items: past the exa-scale
+/// (`10^18`), which the tests reach by simulation.
 ///
 /// Registers take 32 bits in memory and `6 + t + d` bits in [`to_bytes`](Self::to_bytes).
 ///
@@ -315,7 +316,7 @@ impl ExaLogLog {
     /// observed both streams, at the smaller of the two precisions (a finer sketch is
     /// [reduced](Self::reduce) first, exactly). `t`, `d` and the seed must match; otherwise a
     /// [`MergeError`] is returned and `self` is unchanged. A merge ends the martingale
-    /// estimate (but for the empty sketch's).
+    /// estimate (but for an empty sketch's of the same or a finer precision).
     ///
     /// ```
     /// use synopses::cardinality::ExaLogLog;

@@ -16,7 +16,7 @@
 //! Everything the estimators need is a function of which values each register has seen,
 //! which has not, and which it no longer knows: the maximum-likelihood estimator (Ertl 2024)
 //! and the martingale both read the probability mass of the values *known not seen*, kept
-//! here exactly in 64.64 fixed point (every `ρ_k` is a power of two of at least `2^−64+p`).
+//! here exactly in 64.64 fixed point (every `ρ_k` is a power of two of at least `2^−(64−p)`).
 
 use super::estimators::pow2;
 use crate::core::DecodeError;
@@ -292,13 +292,20 @@ impl Shape {
             let (mut h, mut slope) = (-alpha * lambda, -alpha);
             for &(b, rho) in &terms {
                 let z = lambda * rho;
-                let e = z.exp_m1();
-                // φ(z) and φ'(z) = (e^z − 1 − z e^z) / (e^z − 1)², with their limits at 0.
-                let (phi, dphi) = if z < 1e-8 { (1.0 - z / 2.0, -0.5) } else { (z / e, (e - z * (e + 1.0)) / (e * e)) };
+                // φ(z) = z·w / (1 − w) and φ'(z) = w·(1 − w − z) / (1 − w)² with w = e^−z: finite
+                // for every z (through e^z they overflow to ∞/∞ past z ≈ 710, which levels far
+                // below a register's maximum reach), with their limits at 0.
+                let (phi, dphi) = if z < 1e-8 {
+                    (1.0 - z / 2.0, -0.5)
+                } else {
+                    let (w, one_minus_w) = ((-z).exp(), -(-z).exp_m1());
+                    (z * w / one_minus_w, w * (one_minus_w - z) / (one_minus_w * one_minus_w))
+                };
                 h += b * phi;
                 slope += b * rho * dphi;
             }
             let step = -h / slope;
+            debug_assert!(!step.is_nan(), "Newton step of the likelihood is NaN");
             if step.is_nan() || step <= lambda * 1e-15 {
                 break;
             }

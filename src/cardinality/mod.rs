@@ -6,7 +6,7 @@
 //!
 //! | type | memory | relative standard error | use it for |
 //! |---|---|---|---|
-//! | [`ExaLogLog`] | `3.5·m` bytes encoded (`t = 2, d = 20`), `4·m` in memory | `0.32/√m` one stream, `0.36/√m` merged | the least memory for a given error, counts past `2^64` |
+//! | [`ExaLogLog`] | `3.5·m` bytes encoded (`t = 2, d = 20`), `4·m` in memory | `0.32/√m` one stream, `0.36/√m` merged | the least memory for a given error, counts up to the exa-scale and beyond |
 //! | [`UltraLogLog`] | `m` bytes | `0.66/√m` one stream, `0.76/√m` merged | a drop-in for HyperLogLog at 27 % less error per byte |
 //! | [`HyperLogLog`] | `m` bytes (dense), less while small | `0.83/√m` one stream, `1.04/√m` merged | compatibility, exact small counts (sparse mode) |
 //! | [`FlajoletMartin`] | `4·m` bytes | `0.78/√m` for `n ≫ m` | teaching, the historical baseline |
@@ -195,8 +195,8 @@
 //! ### Which one should I use?
 //!
 //! * **[`ExaLogLog`]** with the default `t = 2, d = 20` when bytes matter (stored or shipped
-//!   sketches, millions of them): the least memory for a given error, and no practical limit on
-//!   the count. Its registers take 4 bytes in memory (3.5 encoded).
+//!   sketches, millions of them): the least memory for a given error, and counts up to the
+//!   limit of a 64-bit hash (about `2^64` distinct items). Its registers take 4 bytes in memory (3.5 encoded).
 //! * **[`UltraLogLog`]** when you want HyperLogLog's simplicity (one byte per register, fast
 //!   updates) with 27 % less error, or need to hand HyperLogLog sketches to other code.
 //! * **[`HyperLogLog`]** when most sketches stay small (its sparse mode is exact and tiny

@@ -177,7 +177,8 @@ mod tests {
             assert!((mvp_martingale(shape) / martingale - 1.0).abs() < 1e-12, "({t}, {d}) martingale");
         }
         assert!((FGRA_MVP - 4.895_145_197_582_741).abs() < 1e-12);
-        // HyperLogLog's 6-bit registers, for the docs' comparison: t = 0, d = 0.
+        // HyperLogLog's registers are t = 0, d = 0: maximum likelihood's MVP with 6 bits. (The
+        // docs quote 6.48, HyperLogLog's own register estimator: 6·(3 ln 2 − 1).)
         assert!((mvp_ml(Shape { p: 10, t: 0, d: 0 }) - 6.448_539_931_661_557).abs() < 1e-10);
     }
 

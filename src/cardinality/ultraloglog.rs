@@ -47,7 +47,7 @@ pub enum UltraLogLogEstimator {
 /// use synopses::cardinality::UltraLogLog;
 /// use synopses::core::Confidence;
 ///
-/// let mut ull = UltraLogLog::new(12)?; // 4 KiB, standard error 0.9 % (1.2 % merged)
+/// let mut ull = UltraLogLog::new(12)?; // 4 KiB, standard error 1.0 % (1.2 % merged)
 /// for i in 0..1_000_000_u64 {
 ///     ull.observe(i % 250_000);
 /// }
@@ -241,8 +241,8 @@ impl UltraLogLog {
     }
 
     /// The martingale estimate, if the sketch has one: it exists while the sketch has seen
-    /// only its own stream (merging the empty sketch in, or merging into an empty one, keeps
-    /// it). Unbiased, with relative standard error `√(3.47 / (8m))`.
+    /// only its own stream (merging in an empty sketch of the same or a finer precision, or
+    /// merging into an empty one, keeps it). Unbiased, with relative standard error `√(3.47 / (8m))`.
     ///
     /// ```
     /// # use synopses::cardinality::UltraLogLog;
@@ -312,8 +312,8 @@ impl UltraLogLog {
     /// [reduced](Self::reduce) first, exactly). The seeds must match; otherwise a
     /// [`MergeError`] is returned and `self` is unchanged.
     ///
-    /// A merge ends the martingale estimate (but for the empty sketch's), and the sketch
-    /// answers by maximum likelihood from then on.
+    /// A merge ends the martingale estimate (but for an empty sketch's of the same or a finer
+    /// precision), and the sketch answers by maximum likelihood from then on.
     ///
     /// ```
     /// use synopses::cardinality::UltraLogLog;
@@ -364,6 +364,8 @@ impl UltraLogLog {
     /// The [`HyperLogLog`] of the same precision and seed that observed the same items: its
     /// registers are the update values `u` of these. It is dense (a sparse HyperLogLog's exact
     /// entries cannot be recovered) and has no martingale, except when this sketch is empty.
+    /// HyperLogLog's precisions are `4..=18`: outside them (precision 3, or above 18) this is a
+    /// [`ConfigError`]; [`reduce`](Self::reduce) a finer sketch to 18 first.
     ///
     /// ```
     /// use synopses::cardinality::{HyperLogLog, UltraLogLog};
@@ -372,13 +374,17 @@ impl UltraLogLog {
     /// let mut hll = HyperLogLog::new(10)?;
     /// ull.observe_all(0..100_000_u64);
     /// hll.observe_all(0..100_000_u64);
-    /// assert_eq!(ull.to_hyperloglog(), hll);
+    /// assert_eq!(ull.to_hyperloglog()?, hll);
+    /// assert!(UltraLogLog::new(20)?.to_hyperloglog().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn to_hyperloglog(&self) -> HyperLogLog {
+    pub fn to_hyperloglog(&self) -> Result<HyperLogLog, ConfigError> {
         let p = self.precision();
+        if !(super::MIN_PRECISION..=super::MAX_PRECISION).contains(&p) {
+            return Err(ConfigError::new("precision", p, "an integer in 4..=18 (HyperLogLog's precisions)"));
+        }
         let registers: Vec<u8> = self.core.registers.iter().map(|&r| r >> 2).collect();
-        HyperLogLog::from_registers(p, self.core.seed, registers)
+        Ok(HyperLogLog::from_registers(p, self.core.seed, registers))
     }
 
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 10.
