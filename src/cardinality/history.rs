@@ -576,9 +576,26 @@ impl<R: Cell> Core<R> {
         if let Some(x) = &mut self.martingale {
             *x += pow2(64 + i32::from(shape.p)) / wide_to_f64(self.unseen);
         }
-        self.unseen = if old >> shape.d == new >> shape.d {
+        let d = u32::from(shape.d);
+        let (u, raised) = ((old >> d) as u32, ((new >> d) - (old >> d)) as u32);
+        self.unseen = if raised == 0 {
             // Only value k, in the window, became seen.
             self.unseen - shape.rho_fixed(k)
+        } else if u > 0 && raised <= d && (shape.t, shape.d) != (0, 2) {
+            // The maximum rose by `raised <= d` to k: the tail lost k and the values between,
+            // which the new window holds unseen (a net loss of ρ_k alone), and the window's
+            // lowest `raised` values fell out of it, the unseen ones with their mass.
+            let mut lost = shape.rho_fixed(k);
+            let mut dropped = !old & ((1 << raised) - 1);
+            while dropped != 0 {
+                let j = dropped.trailing_zeros();
+                dropped &= dropped - 1;
+                // Bit j stands for value u + j − d, which exists from 1 on.
+                if u + j > d {
+                    lost += shape.rho_fixed(u + j - d);
+                }
+            }
+            self.unseen - lost
         } else {
             self.unseen - shape.change_fixed(old) + shape.change_fixed(new)
         };
@@ -918,6 +935,22 @@ mod tests {
                 }
                 let k = shape.locate(splitmix(&mut state) >> (splitmix(&mut state) % 8)).1;
                 assert_eq!(!shape.leaves(r, k), shape.updated(r, k) != r, "{shape:?} r {r:x} k {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_unseen_mass_follows_the_registers() {
+        let mut state = 11;
+        for shape in SHAPES.into_iter().chain([Shape { p: 4, t: 0, d: 26 }, Shape { p: 3, t: 4, d: 0 }]) {
+            let mut core = Core::<u32>::new(shape, 0);
+            for i in 0..20_000 {
+                core.observe_hash(splitmix(&mut state) >> (i % 7));
+                if i % 97 == 0 {
+                    let mut fresh = core.clone();
+                    fresh.recount();
+                    assert_eq!(core.unseen, fresh.unseen, "{shape:?} after {i} items");
+                }
             }
         }
     }
