@@ -4,9 +4,9 @@
 //!
 //! A register is `u << d | h`, where bit `d − i` of `h` says whether value `u − i` occurred,
 //! for `i` in `1..=d` (the empty register is 0; the layout of the ExaLogLog paper, and for
-//! `d = 2` UltraLogLog's `4u + 2·[u−1 seen] + [u−2 seen]`). Update values come from the hash (see [`Shape::locate`]); with
-//! `t` extra bits of the hash each power-of-two level is split into `2^t` values, so value
-//! `k` has probability
+//! `d = 2` UltraLogLog's `4u + 2·[u−1 seen] + [u−2 seen]`). Update values come from the hash
+//! (see [`Shape::locate`]); with `t` extra bits of the hash each power-of-two level is split
+//! into `2^t` values, so value `k` has probability
 //!
 //! ```text
 //!   ρ_k = 2^(−t − 1 − j)   at level j = ⌊(k − 1) / 2^t⌋ < L = 64 − p − t,
