@@ -195,8 +195,10 @@ impl ExaLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn observe_all<T: Hashable, I: IntoIterator<Item = T>>(&mut self, items: I) {
-        let seed = self.core.seed;
-        self.core.observe_hashes(items.into_iter().map(|item| item.hash64(seed)));
+        // (A loop of `observe`: a batch loop with the shape hoisted measured no faster.)
+        for item in items {
+            self.observe(item);
+        }
     }
 
     /// Observes an item by its 64-bit hash (see

@@ -530,29 +530,6 @@ impl<R: Cell> Core<R> {
         }
     }
 
-    /// Observes many hashes, choosing the shape's constants once for the whole loop.
-    pub(crate) fn observe_hashes(&mut self, hashes: impl Iterator<Item = u64>) {
-        let p = self.shape.p;
-        match (R::FIXED, self.shape.t, self.shape.d) {
-            (Some((t, d)), ..) => {
-                for hash in hashes {
-                    self.observe_in(Shape { p, t, d }, hash);
-                }
-            }
-            (None, 2, 20) => {
-                for hash in hashes {
-                    self.observe_in(Shape { p, t: 2, d: 20 }, hash);
-                }
-            }
-            _ => {
-                let shape = self.shape;
-                for hash in hashes {
-                    self.observe_in(shape, hash);
-                }
-            }
-        }
-    }
-
     /// Applies value `k` to register `index`: the path of the items that reach a register's
     /// window (most early in a stream, few later). Inlined, so that `shape`'s constants reach
     /// it too.
