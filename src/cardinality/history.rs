@@ -19,7 +19,8 @@
 //! here exactly in 64.64 fixed point (every `ρ_k` is a power of two of at least `2^−(64−p)`).
 
 use super::estimators::pow2;
-use crate::core::DecodeError;
+use super::optimal;
+use crate::core::{Bounds, Confidence, DecodeError};
 
 /// The configuration of a register array: precision `p` (`2^p` registers), `t` bits of
 /// sub-level and `d` bits of history.
@@ -651,6 +652,30 @@ impl<R: Cell> Core<R> {
         }
         self.recount();
         self.martingale = None;
+    }
+
+    /// Merges a sketch of the same `t`, `d` and seed (the callers check them), at the smaller
+    /// of the two precisions: the finer sketch is reduced first, exactly.
+    pub(crate) fn merge(&mut self, other: &Self) {
+        let (ours, theirs) = (self.shape.p, other.shape.p);
+        if theirs < ours {
+            *self = self.reduce(theirs);
+        }
+        if theirs > ours { self.merge_same(&other.reduce(ours)) } else { self.merge_same(other) }
+    }
+
+    /// The relative standard error of the estimate as the sketch stands: the martingale's
+    /// while it has one, maximum likelihood's otherwise.
+    pub(crate) fn relative_standard_error(&self) -> f64 {
+        let shape = self.shape;
+        let mvp = if self.martingale.is_some() { optimal::mvp_martingale(shape) } else { optimal::mvp_ml(shape) };
+        optimal::relative_standard_error(mvp, shape)
+    }
+
+    /// `estimate · (1 ± z · relative standard error)`, its lower end raised to the number of
+    /// (register, value) pairs known seen.
+    pub(crate) fn bounds(&self, estimate: f64, confidence: Confidence) -> Bounds {
+        Bounds::relative(estimate, self.relative_standard_error(), confidence, self.seen_pairs() as f64)
     }
 
     /// This sketch at precision `p` (at most its own): as if a sketch of that precision had

@@ -275,9 +275,7 @@ impl UltraLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn relative_standard_error(&self) -> f64 {
-        let shape = self.core.shape;
-        let mvp = if self.core.martingale.is_some() { optimal::mvp_martingale(shape) } else { optimal::mvp_ml(shape) };
-        optimal::relative_standard_error(mvp, shape)
+        self.core.relative_standard_error()
     }
 
     /// A confidence interval for the number of distinct items:
@@ -295,7 +293,7 @@ impl UltraLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn bounds(&self, confidence: Confidence) -> Bounds {
-        Bounds::relative(self.estimate(), self.relative_standard_error(), confidence, self.core.seen_pairs() as f64)
+        self.core.bounds(self.estimate(), confidence)
     }
 
     /// Bytes of memory the sketch holds (the struct and its registers).
@@ -332,15 +330,7 @@ impl UltraLogLog {
     /// ```
     pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         MergeError::check("seed", self.core.seed, other.core.seed)?;
-        let (ours, theirs) = (self.precision(), other.precision());
-        if theirs < ours {
-            self.core = self.core.reduce(theirs);
-        }
-        if theirs > ours {
-            self.core.merge_same(&other.core.reduce(ours));
-        } else {
-            self.core.merge_same(&other.core);
-        }
+        self.core.merge(&other.core);
         Ok(())
     }
 
