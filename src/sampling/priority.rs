@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use super::state::{MAX_CAPACITY, State};
-use crate::codec::{Family, Item, Reader, Writer};
+use super::state::State;
+use crate::codec::{Family, Item};
 use crate::core::{ConfigError, DecodeError, Estimate, MergeError, Mergeable, Operator, Weight};
 
 /// A priority sample of `capacity` weighted items, from which the total weight of *any*
@@ -318,11 +318,7 @@ impl<T: Item> PrioritySample<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Writer::new(Family::PrioritySample, 40 + 24 * self.state.sample.len());
-        w.put_u32(self.capacity() as u32);
-        w.put_f64(self.total_weight);
-        self.state.encode(&mut w);
-        w.finish()
+        self.state.encode_weighted(Family::PrioritySample, self.capacity(), self.total_weight)
     }
 
     /// Decodes a sample written by [`to_bytes`](Self::to_bytes), validating every field:
@@ -338,21 +334,13 @@ impl<T: Item> PrioritySample<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Family::PrioritySample)?;
-        let capacity = r.u32()? as usize;
-        let total_weight = r.f64()?;
-        if !(1..=MAX_CAPACITY).contains(&capacity) {
-            return Err(DecodeError::InvalidField { field: "capacity", reason: "outside 1..=2^24" });
-        }
-        if !(total_weight >= 0.0 && total_weight.is_finite()) {
-            return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
-        }
-        let state = State::decode(&mut r, capacity + 1, |key, (_, w): &(T, f64)| {
-            // `U / w` with `U` in (0, 1), which overflows to +∞ only for weights below
-            // `1 / f64::MAX` (`2 / f64::MAX` leaves room for rounding among subnormals).
-            Weight::new(*w).is_ok() && key >= 0.0 && (key.is_finite() && key * w <= 1.0 || *w < 2.0 / f64::MAX)
-        })?;
-        r.finish()?;
+        // The sample keeps k + 1 items: the (k + 1)-th priority is the threshold.
+        let (state, total_weight) =
+            State::decode_weighted(bytes, Family::PrioritySample, 1, |key, (_, w): &(T, f64)| {
+                // `U / w` with `U` in (0, 1), which overflows to +∞ only for weights below
+                // `1 / f64::MAX` (`2 / f64::MAX` leaves room for rounding among subnormals).
+                Weight::new(*w).is_ok() && key >= 0.0 && (key.is_finite() && key * w <= 1.0 || *w < 2.0 / f64::MAX)
+            })?;
         Ok(Self { state, total_weight })
     }
 }

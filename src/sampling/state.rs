@@ -1,7 +1,7 @@
 //! The state every sampler shares: the bottom-k sample, the count, and the random stream.
 
 use super::bottom::Bottom;
-use crate::codec::{Item, Reader, Writer};
+use crate::codec::{Family, Item, Reader, Writer};
 use crate::core::random::{Stream, part_stream, resumed_stream};
 use crate::core::{ConfigError, DecodeError, MergeError};
 
@@ -158,8 +158,48 @@ impl<T> State<T> {
         Ok(state)
     }
 
+    /// The encoding of a weighted sampler (family `family`): its capacity `k` as the user gave
+    /// it (u32), the total weight (f64), then the state as [`encode`](Self::encode) writes it,
+    /// each item followed by its weight.
+    pub(crate) fn encode_weighted(&self, family: Family, capacity: usize, total_weight: f64) -> Vec<u8>
+    where
+        T: Item,
+    {
+        let mut w = Writer::new(family, 40 + 24 * self.sample.len());
+        w.put_u32(capacity as u32);
+        w.put_f64(total_weight);
+        self.encode(&mut w);
+        w.finish()
+    }
+
     /// Bytes of memory held by the sample entries.
     pub(crate) fn entry_bytes(&self) -> usize {
         self.sample.len() * std::mem::size_of::<(f64, T)>()
+    }
+}
+
+/// The weighted samplers' state: items with their weights.
+impl<U: Item> State<(U, f64)> {
+    /// Reads what [`State::encode_weighted`] wrote: a capacity in
+    /// `1..=2^24` (the sample keeps `capacity + extra` items), a finite total weight `>= 0`,
+    /// and the state with keys accepted by `valid`. Returns the state and the total weight.
+    pub(crate) fn decode_weighted(
+        bytes: &[u8],
+        family: Family,
+        extra: usize,
+        valid: impl Fn(f64, &(U, f64)) -> bool,
+    ) -> Result<(Self, f64), DecodeError> {
+        let mut r = Reader::open(bytes, family)?;
+        let capacity = r.u32()? as usize;
+        let total_weight = r.f64()?;
+        if !(1..=MAX_CAPACITY).contains(&capacity) {
+            return Err(DecodeError::InvalidField { field: "capacity", reason: "outside 1..=2^24" });
+        }
+        if !(total_weight >= 0.0 && total_weight.is_finite()) {
+            return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
+        }
+        let state = State::decode(&mut r, capacity + extra, valid)?;
+        r.finish()?;
+        Ok((state, total_weight))
     }
 }

@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use super::state::{MAX_CAPACITY, State};
-use crate::codec::{Family, Item, Reader, Writer};
+use super::state::State;
+use crate::codec::{Family, Item};
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator, Weight};
 
 /// A weighted random sample of at most `capacity` items, without replacement: as if the
@@ -338,11 +338,7 @@ impl<T: Item> WeightedReservoir<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Writer::new(Family::WeightedReservoir, 40 + 24 * self.len());
-        w.put_u32(self.capacity() as u32);
-        w.put_f64(self.total_weight);
-        self.state.encode(&mut w);
-        w.finish()
+        self.state.encode_weighted(Family::WeightedReservoir, self.capacity(), self.total_weight)
     }
 
     /// Decodes a sample written by [`to_bytes`](Self::to_bytes), validating every field:
@@ -358,22 +354,13 @@ impl<T: Item> WeightedReservoir<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Family::WeightedReservoir)?;
-        let capacity = r.u32()? as usize;
-        let total_weight = r.f64()?;
-        if !(1..=MAX_CAPACITY).contains(&capacity) {
-            return Err(DecodeError::InvalidField { field: "capacity", reason: "outside 1..=2^24" });
-        }
-        if !(total_weight >= 0.0 && total_weight.is_finite()) {
-            return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
-        }
-        let state = State::decode(&mut r, capacity, |key, (_, w): &(T, f64)| {
-            // `E / w` underflows to 0 for the largest weights, and overflows to +∞ only for
-            // weights below `64 / f64::MAX` (`E = −ln(1 − U·P)` stays below 37 for the
-            // generator's `U`, which is at most `1 − 2^−53`).
-            key >= 0.0 && Weight::new(*w).is_ok() && (key.is_finite() || *w < 64.0 / f64::MAX)
-        })?;
-        r.finish()?;
+        let (state, total_weight) =
+            State::decode_weighted(bytes, Family::WeightedReservoir, 0, |key, (_, w): &(T, f64)| {
+                // `E / w` underflows to 0 for the largest weights, and overflows to +∞ only for
+                // weights below `64 / f64::MAX` (`E = −ln(1 − U·P)` stays below 37 for the
+                // generator's `U`, which is at most `1 − 2^−53`).
+                key >= 0.0 && Weight::new(*w).is_ok() && (key.is_finite() || *w < 64.0 / f64::MAX)
+            })?;
         let mut out = Self { state, total_weight, jump: 0.0 };
         if out.state.sample.is_full() {
             out.draw_jump();

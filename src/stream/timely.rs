@@ -31,12 +31,12 @@ use crate::hash::Hashable;
 /// use synopses::cardinality::HyperLogLog;
 /// use synopses::stream::{PartialKeyGrouping, timely::partitioned};
 ///
-/// let results = timely::execute(timely::Config::process(2), |worker| {
+/// let (proto, grouping) = (HyperLogLog::new(12)?, PartialKeyGrouping::new(2)?);
+/// let results = timely::execute(timely::Config::process(2), move |worker| {
 ///     let index = worker.index() as u64;
 ///     // Each worker reads its own share of the input: here, every other number.
 ///     let items = (0..10_000_u64).filter(move |x| x % 2 == index);
-///     let proto = HyperLogLog::new(12).expect("valid precision");
-///     partitioned(worker, &proto, PartialKeyGrouping::new(2).expect("valid"), items)
+///     partitioned(worker, &proto, grouping.clone(), items)
 /// })?
 /// .join();
 /// let mut sequential = HyperLogLog::new(12)?;
