@@ -80,16 +80,17 @@ impl Shape {
 
     /// Whether value `k` leaves register `r` as it is: at or below the maximum, and known
     /// seen or below the window. Branch-free, so that only the items that change a register
-    /// take a branch the predictor cannot guess: the window, `u` at its top, goes to the top
-    /// bits of a word whose lower bits are all ones (below the window counts as seen), and
-    /// the bit of `k` is shifted to the sign.
+    /// take a branch the predictor cannot guess. One word answers for every `k`: bit 63 stands
+    /// for the values above `u` (they change the register), bit 62 for `u` itself (seen),
+    /// bit `62 − i` for `u − i` (set while unseen), and the bits below the window are zero
+    /// (forgotten values count as seen). Shifting it left by `u + 1 − k`, clamped to `0..=63`,
+    /// brings the bit of `k` to the sign.
     #[inline]
     pub(crate) fn leaves(self, r: u64, k: u32) -> bool {
         let d = u32::from(self.d);
-        let u = r >> d;
-        let seen = (((r & self.history_mask()) | 1 << d) << (63 - d)) | ((1 << (63 - d)) - 1);
-        let below = u.wrapping_sub(u64::from(k)).min(63) as u32;
-        (u64::from(k) <= u) & ((seen << below) >> 63 == 1)
+        let changes = 1 << 63 | (!r & self.history_mask()) << (62 - d);
+        let shift = ((r >> d) + 1).saturating_sub(u64::from(k)).min(63);
+        (changes << shift) >> 63 == 0
     }
 
     /// The register after value `k` (`1 <= k <= max_value`) occurred.
@@ -98,12 +99,27 @@ impl Shape {
         let d = u32::from(self.d);
         let u = (r >> d) as u32;
         if k > u {
-            (u64::from(k) << d) | self.shifted_below(r, k - u)
+            self.raised(r, k)
         } else if k < u && u - k <= d {
-            r | 1 << (d - (u - k))
+            self.marked(r, k)
         } else {
             r
         }
+    }
+
+    /// Register `r` after a value `k` above its maximum: `k` becomes the maximum, and what
+    /// `r` had seen moves down the window.
+    #[inline]
+    fn raised(self, r: u64, k: u32) -> u64 {
+        let d = u32::from(self.d);
+        (u64::from(k) << d) | self.shifted_below(r, k - (r >> d) as u32)
+    }
+
+    /// Register `r` with value `k` of its window (`u − d <= k < u`) marked seen.
+    #[inline]
+    fn marked(self, r: u64, k: u32) -> u64 {
+        let d = u32::from(self.d);
+        r | 1 << (d - ((r >> d) as u32 - k))
     }
 
     /// The history bits, relative to a maximum `s` above register `r`'s, that say which values
@@ -127,10 +143,12 @@ impl Shape {
         if s == 0 { high | low } else { high | self.shifted_below(low, s) }
     }
 
-    /// `2^64 · ρ_k`: the probability that an item of the register gives value `k`.
-    fn rho_fixed(self, k: u32) -> u128 {
+    /// `2^64 · ρ_k`: the probability that an item of the register gives value `k`. It fits
+    /// 64 bits, as no `ρ_k` is above 1/2.
+    #[inline]
+    fn rho_fixed(self, k: u32) -> u64 {
         let j = ((k - 1) >> self.t).min(self.top_level());
-        ONE >> (u32::from(self.t) + (j + 1).min(self.top_level()))
+        1 << (64 - u32::from(self.t) - (j + 1).min(self.top_level()))
     }
 
     /// `2^64 · Σ_{k > u} ρ_k`: the probability that an item of the register exceeds `u`.
@@ -531,52 +549,48 @@ impl<R: Cell> Core<R> {
         }
     }
 
-    /// Applies value `k` to register `index`: the path of the items that reach a register's
-    /// window (most early in a stream, few later). Inlined, so that `shape`'s constants reach
-    /// it too.
+    /// Applies value `k`, which changes it, to register `index`: the path of the items that
+    /// reach a register's window (most early in a stream, few later). The martingale adds the
+    /// inverse of the probability of a change (Horvitz–Thompson), then the unseen mass follows
+    /// the register. Inlined, so that `shape`'s constants reach it too.
     #[inline(always)]
     fn update(&mut self, shape: Shape, index: usize, k: u32) {
-        if let Some(slot) = self.registers.get_mut(index) {
-            let old = slot.get();
-            let new = shape.updated(old, k);
-            if new != old {
-                *slot = R::put(new);
-                self.changed(shape, old, new, k);
+        let Some(slot) = self.registers.get_mut(index) else { return };
+        let old = slot.get();
+        let d = u32::from(shape.d);
+        let u = (old >> d) as u32;
+        let (new, lost) = if k > u {
+            let (raised, new) = (k - u, shape.raised(old, k));
+            if u == 0 || raised > d || (shape.t, shape.d) == (0, 2) {
+                // (UltraLogLog's closed form is cheaper than the walk below.)
+                (new, shape.change_fixed(old) - shape.change_fixed(new))
+            } else {
+                // The maximum rose by `raised <= d` to k: the tail lost k and the values
+                // between, which the new window holds unseen (a net loss of ρ_k alone), and
+                // the window's lowest `raised` values fell out of it, the unseen ones with
+                // their mass.
+                let mut lost = u128::from(shape.rho_fixed(k));
+                let mut dropped = !old & ((1 << raised) - 1);
+                while dropped != 0 {
+                    let j = dropped.trailing_zeros();
+                    dropped &= dropped - 1;
+                    // Bit j stands for value u + j − d, which exists from 1 on.
+                    if u + j > d {
+                        lost += u128::from(shape.rho_fixed(u + j - d));
+                    }
+                }
+                (new, lost)
             }
-        }
-    }
-
-    /// Accounts for a register of this stream changing from `old` to `new`: the martingale
-    /// adds the inverse of the probability of a change (Horvitz–Thompson), then the unseen
-    /// mass follows the register.
-    #[inline]
-    fn changed(&mut self, shape: Shape, old: u64, new: u64, k: u32) {
+        } else {
+            // Value k, unseen in the window (`leaves` said so), became seen.
+            debug_assert!(k < u && u - k <= d && old >> (d - (u - k)) & 1 == 0);
+            (shape.marked(old, k), u128::from(shape.rho_fixed(k)))
+        };
+        *slot = R::put(new);
         if let Some(x) = &mut self.martingale {
             *x += pow2(64 + i32::from(shape.p)) / wide_to_f64(self.unseen);
         }
-        let d = u32::from(shape.d);
-        let (u, raised) = ((old >> d) as u32, ((new >> d) - (old >> d)) as u32);
-        self.unseen = if raised == 0 {
-            // Only value k, in the window, became seen.
-            self.unseen - shape.rho_fixed(k)
-        } else if u > 0 && raised <= d && (shape.t, shape.d) != (0, 2) {
-            // The maximum rose by `raised <= d` to k: the tail lost k and the values between,
-            // which the new window holds unseen (a net loss of ρ_k alone), and the window's
-            // lowest `raised` values fell out of it, the unseen ones with their mass.
-            let mut lost = shape.rho_fixed(k);
-            let mut dropped = !old & ((1 << raised) - 1);
-            while dropped != 0 {
-                let j = dropped.trailing_zeros();
-                dropped &= dropped - 1;
-                // Bit j stands for value u + j − d, which exists from 1 on.
-                if u + j > d {
-                    lost += shape.rho_fixed(u + j - d);
-                }
-            }
-            self.unseen - lost
-        } else {
-            self.unseen - shape.change_fixed(old) + shape.change_fixed(new)
-        };
+        self.unseen -= lost;
     }
 
     /// Recomputes the unseen mass from the registers: from a histogram of the states for
@@ -822,10 +836,10 @@ mod tests {
     #[test]
     fn probabilities_sum_to_one_and_tails_match() {
         for shape in SHAPES {
-            let total: u128 = (1..=shape.max_value()).map(|k| shape.rho_fixed(k)).sum();
+            let total: u128 = (1..=shape.max_value()).map(|k| u128::from(shape.rho_fixed(k))).sum();
             assert_eq!(total, ONE, "{shape:?}");
             for u in 0..=shape.max_value() {
-                let tail: u128 = (u + 1..=shape.max_value()).map(|k| shape.rho_fixed(k)).sum();
+                let tail: u128 = (u + 1..=shape.max_value()).map(|k| u128::from(shape.rho_fixed(k))).sum();
                 assert_eq!(shape.tail_fixed(u), tail, "{shape:?} u {u}");
             }
         }
@@ -881,8 +895,10 @@ mod tests {
                 assert_eq!(by_masks, expected, "{shape:?} r {r:x} by masks");
                 assert_eq!(masks.change_fixed(r), shape.change_fixed(r), "{shape:?} r {r:x} by masks");
                 // The change probability is the mass of the values whose arrival changes r.
-                let changes: u128 =
-                    (1..=shape.max_value()).filter(|&k| shape.updated(r, k) != r).map(|k| shape.rho_fixed(k)).sum();
+                let changes: u128 = (1..=shape.max_value())
+                    .filter(|&k| shape.updated(r, k) != r)
+                    .map(|k| u128::from(shape.rho_fixed(k)))
+                    .sum();
                 assert_eq!(shape.change_fixed(r), changes, "{shape:?} r {r:x}");
                 all.extend([r, other]);
             }

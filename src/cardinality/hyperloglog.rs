@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::estimators::{HIP_RSE, ertl_estimate, improved_rse, pow2};
+use super::estimators::{HIP_RSE, ertl_estimate, improved_rse, pow2, wide_to_f64};
 use super::register_sums::register_sums;
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
@@ -800,15 +800,6 @@ fn unpack_six_bit(packed: u64) -> u64 {
 #[inline]
 fn raise_slot(slot: &mut u8, rank: u8) -> Option<u8> {
     (rank > *slot).then(|| std::mem::replace(slot, rank))
-}
-
-/// Converts a 128-bit fixed-point sum to `f64` from its two 64-bit halves: deterministic
-/// (plain IEEE operations), within an ulp of the exact value, and faster than `u128 as f64`,
-/// a library call, on the martingale's per-change path. (`mul_add` would round once, but
-/// without hardware FMA in the baseline x86-64 target it is a slower library call still.)
-#[inline]
-fn wide_to_f64(x: u128) -> f64 {
-    ((x >> 64) as u64 as f64) * pow2(64) + (x as u64 as f64)
 }
 
 /// The exact small-range form: an open-addressing set of non-zero sparse entries.

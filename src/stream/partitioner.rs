@@ -1,6 +1,8 @@
 //! Partitioners: which worker each item goes to. The teaching text is in the
 //! [family docs](super).
 
+use std::fmt;
+
 use crate::core::ConfigError;
 use crate::hash::{DEFAULT_SEED, Hashable, derived_index};
 
@@ -129,6 +131,52 @@ pub trait Partitioner: Clone {
     }
 }
 
+/// The items a sender routed to each worker: the state every partitioner keeps, kept once.
+#[derive(Clone, PartialEq, Eq)]
+struct Loads(Vec<u64>);
+
+impl Loads {
+    fn new(workers: usize) -> Self {
+        Self(vec![0; workers])
+    }
+
+    fn workers(&self) -> usize {
+        self.0.len()
+    }
+
+    fn as_slice(&self) -> &[u64] {
+        &self.0
+    }
+
+    /// The load of `worker`; `u64::MAX` out of range, so that it is never the least loaded.
+    fn get(&self, worker: usize) -> u64 {
+        self.0.get(worker).copied().unwrap_or(u64::MAX)
+    }
+
+    /// Counts `items` for `worker` (nothing out of range, where the items are dropped).
+    #[inline]
+    fn add(&mut self, worker: usize, items: u64) {
+        if let Some(load) = self.0.get_mut(worker) {
+            *load += items;
+        }
+    }
+
+    fn absorb(&mut self, other: &Self) {
+        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| *a += b);
+    }
+
+    /// The same workers with no load: a new sender's.
+    fn cleared(&self) -> Self {
+        Self::new(self.workers())
+    }
+}
+
+impl fmt::Debug for Loads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 fn check_workers(workers: usize) -> Result<(), ConfigError> {
     if (1..=MAX_WORKERS).contains(&workers) {
         Ok(())
@@ -155,7 +203,7 @@ fn candidate(hash: u64, i: usize, workers: usize) -> usize {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyGrouping {
-    loads: Vec<u64>,
+    loads: Loads,
 }
 
 impl KeyGrouping {
@@ -167,45 +215,41 @@ impl KeyGrouping {
     /// ```
     pub fn new(workers: usize) -> Result<Self, ConfigError> {
         check_workers(workers)?;
-        Ok(Self { loads: vec![0; workers] })
+        Ok(Self { loads: Loads::new(workers) })
     }
 }
 
 impl Partitioner for KeyGrouping {
     fn workers(&self) -> usize {
-        self.loads.len()
+        self.loads.workers()
     }
 
     #[inline]
     fn route_hash(&mut self, hash: u64) -> usize {
-        let worker = candidate(hash, 0, self.loads.len());
-        if let Some(load) = self.loads.get_mut(worker) {
-            *load += 1;
-        }
+        let worker = candidate(hash, 0, self.loads.workers());
+        self.loads.add(worker, 1);
         worker
     }
 
     #[inline]
     fn choose(&self, hash: u64) -> Option<usize> {
-        Some(candidate(hash, 0, self.loads.len()))
+        Some(candidate(hash, 0, self.loads.workers()))
     }
 
     fn loads(&self) -> &[u64] {
-        &self.loads
+        self.loads.as_slice()
     }
 
     fn absorb(&mut self, other: &Self) {
-        self.loads.iter_mut().zip(&other.loads).for_each(|(a, b)| *a += b);
+        self.loads.absorb(&other.loads);
     }
 
     fn sender(&self) -> Self {
-        Self { loads: vec![0; self.loads.len()] }
+        Self { loads: self.loads.cleared() }
     }
 
     fn add_load(&mut self, worker: usize, items: u64) {
-        if let Some(load) = self.loads.get_mut(worker) {
-            *load += items;
-        }
+        self.loads.add(worker, items);
     }
 }
 
@@ -221,7 +265,7 @@ impl Partitioner for KeyGrouping {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShuffleGrouping {
-    loads: Vec<u64>,
+    loads: Loads,
     next: usize,
 }
 
@@ -234,35 +278,33 @@ impl ShuffleGrouping {
     /// ```
     pub fn new(workers: usize) -> Result<Self, ConfigError> {
         check_workers(workers)?;
-        Ok(Self { loads: vec![0; workers], next: 0 })
+        Ok(Self { loads: Loads::new(workers), next: 0 })
     }
 }
 
 impl Partitioner for ShuffleGrouping {
     fn workers(&self) -> usize {
-        self.loads.len()
+        self.loads.workers()
     }
 
     #[inline]
     fn route_hash(&mut self, _: u64) -> usize {
         let worker = self.next;
-        self.next = if worker + 1 == self.loads.len() { 0 } else { worker + 1 };
-        if let Some(load) = self.loads.get_mut(worker) {
-            *load += 1;
-        }
+        self.next = if worker + 1 == self.loads.workers() { 0 } else { worker + 1 };
+        self.loads.add(worker, 1);
         worker
     }
 
     fn loads(&self) -> &[u64] {
-        &self.loads
+        self.loads.as_slice()
     }
 
     fn absorb(&mut self, other: &Self) {
-        self.loads.iter_mut().zip(&other.loads).for_each(|(a, b)| *a += b);
+        self.loads.absorb(&other.loads);
     }
 
     fn sender(&self) -> Self {
-        Self { loads: vec![0; self.loads.len()], next: 0 }
+        Self { loads: self.loads.cleared(), next: 0 }
     }
 
     /// Shuffle grouping balances by position only: a slice may go to the workers in blocks.
@@ -273,19 +315,17 @@ impl Partitioner for ShuffleGrouping {
     /// Each worker's share of the next `items` in turn from the current position, which
     /// moves on as if they had been routed one by one.
     fn advance(&mut self, items: u64) -> Vec<u64> {
-        let workers = self.loads.len() as u64;
+        let workers = self.loads.workers() as u64;
         let (base, extra) = (items / workers, items % workers);
         let next = self.next as u64;
         let shares: Vec<u64> = (0..workers).map(|w| base + u64::from((w + workers - next) % workers < extra)).collect();
-        self.loads.iter_mut().zip(&shares).for_each(|(load, share)| *load += share);
+        shares.iter().enumerate().for_each(|(worker, &share)| self.loads.add(worker, share));
         self.next = ((next + extra) % workers) as usize;
         shares
     }
 
     fn add_load(&mut self, worker: usize, items: u64) {
-        if let Some(load) = self.loads.get_mut(worker) {
-            *load += items;
-        }
+        self.loads.add(worker, items);
     }
 }
 
@@ -309,7 +349,7 @@ impl Partitioner for ShuffleGrouping {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartialKeyGrouping {
-    loads: Vec<u64>,
+    loads: Loads,
 }
 
 impl PartialKeyGrouping {
@@ -321,43 +361,39 @@ impl PartialKeyGrouping {
     /// ```
     pub fn new(workers: usize) -> Result<Self, ConfigError> {
         check_workers(workers)?;
-        Ok(Self { loads: vec![0; workers] })
+        Ok(Self { loads: Loads::new(workers) })
     }
 }
 
 impl Partitioner for PartialKeyGrouping {
     fn workers(&self) -> usize {
-        self.loads.len()
+        self.loads.workers()
     }
 
     #[inline]
     fn route_hash(&mut self, hash: u64) -> usize {
-        let n = self.loads.len();
+        let n = self.loads.workers();
         let (a, b) = (candidate(hash, 0, n), candidate(hash, 1, n));
-        let load = |w: usize| self.loads.get(w).copied().unwrap_or(u64::MAX);
+        let load = |w: usize| self.loads.get(w);
         let worker = if load(b) < load(a) { b } else { a };
-        if let Some(l) = self.loads.get_mut(worker) {
-            *l += 1;
-        }
+        self.loads.add(worker, 1);
         worker
     }
 
     fn loads(&self) -> &[u64] {
-        &self.loads
+        self.loads.as_slice()
     }
 
     fn absorb(&mut self, other: &Self) {
-        self.loads.iter_mut().zip(&other.loads).for_each(|(a, b)| *a += b);
+        self.loads.absorb(&other.loads);
     }
 
     fn sender(&self) -> Self {
-        Self { loads: vec![0; self.loads.len()] }
+        Self { loads: self.loads.cleared() }
     }
 
     fn add_load(&mut self, worker: usize, items: u64) {
-        if let Some(load) = self.loads.get_mut(worker) {
-            *load += items;
-        }
+        self.loads.add(worker, items);
     }
 }
 
@@ -379,7 +415,7 @@ impl Partitioner for PartialKeyGrouping {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DChoices {
-    loads: Vec<u64>,
+    loads: Loads,
     choices: usize,
 }
 
@@ -395,7 +431,7 @@ impl DChoices {
         if !(1..=MAX_CHOICES).contains(&choices) {
             return Err(ConfigError::new("choices", choices, "an integer in 1..=64"));
         }
-        Ok(Self { loads: vec![0; workers], choices })
+        Ok(Self { loads: Loads::new(workers), choices })
     }
 
     /// The number of choices, `d`.
@@ -412,13 +448,13 @@ impl DChoices {
 
 impl Partitioner for DChoices {
     fn workers(&self) -> usize {
-        self.loads.len()
+        self.loads.workers()
     }
 
     #[inline]
     fn route_hash(&mut self, hash: u64) -> usize {
-        let n = self.loads.len();
-        let load = |w: usize| self.loads.get(w).copied().unwrap_or(u64::MAX);
+        let n = self.loads.workers();
+        let load = |w: usize| self.loads.get(w);
         // The first `d` distinct candidates (of at most 64 tries): with repeats a hot key would
         // get fewer workers than it was promised (7 draws among 10 workers give 5.2 distinct).
         let mut chosen = [usize::MAX; MAX_CHOICES];
@@ -435,27 +471,23 @@ impl Partitioner for DChoices {
         }
         let worker =
             chosen[..count].iter().copied().fold(chosen[0], |best, w| if load(w) < load(best) { w } else { best });
-        if let Some(l) = self.loads.get_mut(worker) {
-            *l += 1;
-        }
+        self.loads.add(worker, 1);
         worker
     }
 
     fn loads(&self) -> &[u64] {
-        &self.loads
+        self.loads.as_slice()
     }
 
     fn absorb(&mut self, other: &Self) {
-        self.loads.iter_mut().zip(&other.loads).for_each(|(a, b)| *a += b);
+        self.loads.absorb(&other.loads);
     }
 
     fn sender(&self) -> Self {
-        Self { loads: vec![0; self.loads.len()], choices: self.choices }
+        Self { loads: self.loads.cleared(), choices: self.choices }
     }
 
     fn add_load(&mut self, worker: usize, items: u64) {
-        if let Some(load) = self.loads.get_mut(worker) {
-            *load += items;
-        }
+        self.loads.add(worker, items);
     }
 }
