@@ -201,7 +201,7 @@
 //!   memory (3.5 encoded); its updates take 2.1–2.7 times HyperLogLog's, and its estimate after
 //!   a merge is a pass over the registers (about 28 µs at p = 12).
 //! * **[`UltraLogLog`]** when you want HyperLogLog's simplicity (one byte per register,
-//!   updates in 1.2–1.65 times HyperLogLog's time) with 27 % less error, or need to hand
+//!   updates in 1.1–1.4 times HyperLogLog's time) with 27 % less error, or need to hand
 //!   HyperLogLog sketches to other code.
 //! * **[`HyperLogLog`]** when most sketches stay small (its sparse mode is exact and tiny
 //!   below `3m/16` items) or when its constant-time estimate matters more than bytes.
