@@ -80,17 +80,18 @@ impl Shape {
 
     /// Whether value `k` leaves register `r` as it is: at or below the maximum, and known
     /// seen or below the window. Branch-free, so that only the items that change a register
-    /// take a branch the predictor cannot guess. One word answers for every `k`: bit 63 stands
-    /// for the values above `u` (they change the register), bit 62 for `u` itself (seen),
-    /// bit `62 − i` for `u − i` (set while unseen), and the bits below the window are zero
-    /// (forgotten values count as seen). Shifting it left by `u + 1 − k`, clamped to `0..=63`,
-    /// brings the bit of `k` to the sign.
+    /// take a branch the predictor cannot guess. One word holds what `r` knows it has seen:
+    /// bit `63 − i` for `u − i`, with `u` itself (bit 63) and the window's history below it,
+    /// and every bit under the window set (forgotten values count as seen); the bit of `k`
+    /// is brought to the sign by a shift of `u − k`, clamped to 63. `u − k` comes from the
+    /// register minus `k << d`, so the load feeds a subtraction, not an extraction of `u`.
     #[inline]
     pub(crate) fn leaves(self, r: u64, k: u32) -> bool {
         let d = u32::from(self.d);
-        let changes = 1 << 63 | (!r & self.history_mask()) << (62 - d);
-        let shift = ((r >> d) + 1).saturating_sub(u64::from(k)).min(63);
-        (changes << shift) >> 63 == 0
+        let k_high = u64::from(k) << d;
+        let below = (r.wrapping_sub(k_high) >> d).min(63);
+        let seen = ((r & self.history_mask()) | 1 << d) << (63 - d) | ((1 << (63 - d)) - 1);
+        (r >= k_high) & ((seen << below) >> 63 != 0)
     }
 
     /// The register after value `k` (`1 <= k <= max_value`) occurred.
