@@ -136,12 +136,16 @@ impl Shape {
     }
 
     /// The register that has seen what `a` and `b` have: the union of two sketches' registers.
+    /// Branch-free: the lower register's seen values, `u` included, move down by the
+    /// difference of the maxima, and the mask drops its `u` when the maxima are equal (the
+    /// histories then simply join).
     #[inline]
     pub(crate) fn union(self, a: u64, b: u64) -> u64 {
-        let (high, low) = if a >= b { (a, b) } else { (b, a) };
+        let (high, low) = (a.max(b), a.min(b));
         let d = u32::from(self.d);
-        let s = ((high >> d) - (low >> d)) as u32;
-        if s == 0 { high | low } else { high | self.shifted_below(low, s) }
+        let s = ((high >> d) - (low >> d)).min(63);
+        let seen = (low & self.history_mask()) | u64::from(low != 0) << d;
+        high | ((seen >> s) & self.history_mask())
     }
 
     /// `2^64 · ρ_k`: the probability that an item of the register gives value `k`. It fits
@@ -335,93 +339,116 @@ impl Shape {
     }
 }
 
-/// The history bits of each level of a register's window, precomputed for a shape, for the
-/// passes over all registers (recount, estimate). Where the window's levels fall depends only
-/// on the position of `u` within its level, `q = (u − 1) mod 2^t`: `mask(q, o)` selects the
-/// history bits of the values `o` levels below `u`'s.
-pub(crate) struct LevelMasks {
+/// One pass over the registers, for everything read of all of them at once (the unseen mass,
+/// the counts of values seen by level): how many registers hold each maximum `u`, and, for
+/// each `u`, how many values its registers know seen in each level of their window.
+///
+/// A register's history, with `u` as its top bit, is shifted so that its values fall into
+/// groups of `2^t` bits by level: value `v` to bit `v − 1 − 2^t · (level(u) − g + 1)`, with
+/// `g = ⌈d / 2^t⌉ + 1` groups, enough for any position `q = (u − 1) mod 2^t` of `u` in its
+/// level. A population count per group (the bit-parallel steps of a popcount, stopped at
+/// `2^t` bits) then counts each level's values at once, with no branch and no table.
+pub(crate) struct Tally {
     shape: Shape,
-    offsets: usize,
-    masks: Vec<u64>,
+    /// Groups per register: `⌈d / 2^t⌉ + 1`.
+    groups: usize,
+    /// Registers per maximum `u`, for `u` in `0..=max_value`.
+    maxima: Vec<u64>,
+    /// `seen[u · groups + i]`: values of level `level(u) − (groups − 1) + i` known seen by the
+    /// registers of maximum `u` (`u` itself included, in group `groups − 1`). At most
+    /// `2^t · 2^26` each: they fit 32 bits.
+    seen: Vec<u32>,
 }
 
-impl LevelMasks {
-    pub(crate) fn new(shape: Shape) -> Self {
+/// The masks of the bit-parallel popcount: step `s` adds neighbouring groups of `2^s` bits.
+const GROUP_MASKS: [u64; 5] =
+    [0x5555_5555_5555_5555, 0x3333_3333_3333_3333, 0x0F0F_0F0F_0F0F_0F0F, 0x00FF_00FF_00FF_00FF, 0x0000_FFFF_0000_FFFF];
+
+impl Tally {
+    /// Tallies `registers`, with `shape`'s `t` and `d` as constants for ExaLogLog's default.
+    pub(crate) fn new(shape: Shape, registers: impl Iterator<Item = u64>) -> Self {
+        match (shape.t, shape.d) {
+            (2, 20) => Self::new_in(Shape { t: 2, d: 20, ..shape }, registers),
+            _ => Self::new_in(shape, registers),
+        }
+    }
+
+    #[inline(always)]
+    fn new_in(shape: Shape, registers: impl Iterator<Item = u64>) -> Self {
         let (t, d) = (u32::from(shape.t), u32::from(shape.d));
-        // A maximum high enough that its whole window exists.
-        let base = (d + 2) << t;
-        let offset = |u: u32, v: u32| (((u - 1) >> t) - ((v - 1) >> t)) as usize;
-        let offsets = (0..1u32 << t).map(|q| offset(base + q + 1, base + q + 1 - d) + 1).max().unwrap_or(1);
-        let mut masks = vec![0u64; offsets << t];
-        for q in 0..1u32 << t {
-            let u = base + q + 1;
-            for b in 0..d {
-                masks[(q as usize) * offsets + offset(u, u + b - d)] |= 1 << b;
-            }
-        }
-        Self { shape, offsets, masks }
-    }
-
-    /// `(level of u, the masks for u's position)`, or `None` for the empty register.
-    #[inline]
-    fn of(&self, u: u32) -> Option<(u32, &[u64])> {
-        let t = u32::from(self.shape.t);
-        let q = ((u.checked_sub(1)?) & ((1 << t) - 1)) as usize;
-        Some(((u - 1) >> t, &self.masks[q * self.offsets..(q + 1) * self.offsets]))
-    }
-
-    /// [`Shape::count_seen`], by masks.
-    #[inline]
-    pub(crate) fn count_seen(&self, r: u64, times: u32, seen: &mut [u32]) {
-        let d = self.shape.d;
-        let Some((level, masks)) = self.of((r >> d) as u32) else { return };
-        let h = r & self.shape.history_mask();
-        seen[level as usize] += times;
-        for (o, &mask) in masks.iter().enumerate().take(level as usize + 1) {
-            seen[level as usize - o] += times * (h & mask).count_ones();
-        }
-    }
-
-    /// The sum of [`Shape::change_fixed`] over `registers`, in plain integer counts: how many
-    /// registers have each maximum `u` (whose tail masses are added once at the end), and how
-    /// many unseen window values each level holds.
-    pub(crate) fn unseen_mass(&self, registers: impl Iterator<Item = u64>) -> u128 {
-        let shape = self.shape;
-        let (d, t, top) = (u32::from(shape.d), u32::from(shape.t), shape.top_level());
-        let mut maxima = vec![0u64; shape.max_value() as usize + 1];
-        let mut unseen_by_level = vec![0u64; shape.levels()];
+        let width = 1u32 << t;
+        let groups = d.div_ceil(width) as usize + 1;
+        // Places u's bit (d) at `q + width · (groups − 1)`: a shift of this plus q.
+        let lift = width * (groups as u32 - 1) - d;
+        let group_mask = (1u64 << width) - 1;
+        let values = shape.max_value() as usize + 1;
+        let (mut maxima, mut seen) = (vec![0u64; values], vec![0u32; values * groups]);
         for r in registers {
-            let u = (r >> d) as u32;
-            maxima[u as usize] += 1;
-            let Some((level, masks)) = self.of(u) else { continue };
-            let lowest = (d + 1).saturating_sub(u).min(63);
-            let unseen = !r & shape.history_mask() & !((1u64 << lowest) - 1);
-            for (o, &mask) in masks.iter().enumerate().take(level as usize + 1) {
-                unseen_by_level[level as usize - o] += u64::from((unseen & mask).count_ones());
+            let u = (r >> d) as usize;
+            let (Some(count), Some(row)) = (maxima.get_mut(u), seen.get_mut(u * groups..(u + 1) * groups)) else {
+                debug_assert!(false, "register {r:x} above the largest value");
+                continue;
+            };
+            *count += 1;
+            let q = (u as u32).wrapping_sub(1) & (width - 1);
+            // The empty register has seen nothing, not even a `u`.
+            let mut bits = ((r & shape.history_mask()) | u64::from(r != 0) << d) << (q + lift);
+            for (s, &mask) in GROUP_MASKS.iter().enumerate().take(t as usize) {
+                bits = (bits & mask) + ((bits >> (1 << s)) & mask);
+            }
+            for (i, slot) in row.iter_mut().enumerate() {
+                *slot += ((bits >> (i << t)) & group_mask) as u32;
             }
         }
-        let tails: u128 = maxima.iter().enumerate().map(|(u, &n)| u128::from(n) * shape.tail_fixed(u as u32)).sum();
-        let window: u128 =
-            unseen_by_level.iter().enumerate().map(|(j, &n)| u128::from(n) << (64 - t - (j as u32 + 1).min(top))).sum();
-        tails + window
+        Self { shape, groups, maxima, seen }
     }
 
-    /// [`Shape::change_fixed`], by masks.
-    #[cfg(test)]
-    #[inline]
-    pub(crate) fn change_fixed(&self, r: u64) -> u128 {
+    /// The level of group `i` of the registers of maximum `u >= 1`, if it is a level (the
+    /// window of a small `u` reaches below value 1).
+    fn level(&self, u: usize, i: usize) -> Option<usize> {
+        (((u - 1) >> self.shape.t) + i).checked_sub(self.groups - 1)
+    }
+
+    /// The rows of the maxima some register holds: `(u, registers, seen by group)`.
+    fn rows(&self) -> impl Iterator<Item = (usize, u64, &[u32])> {
+        self.maxima
+            .iter()
+            .zip(self.seen.chunks_exact(self.groups))
+            .enumerate()
+            .skip(1)
+            .filter_map(|(u, (&count, row))| (count > 0).then_some((u, count, row)))
+    }
+
+    /// The counts of values known seen, level by level (as [`Shape::count_seen`] summed).
+    pub(crate) fn seen_by_level(&self) -> Vec<u32> {
+        let mut out = vec![0u32; self.shape.levels()];
+        for (u, _, row) in self.rows() {
+            for (i, &n) in row.iter().enumerate() {
+                if let Some(slot) = self.level(u, i).and_then(|j| out.get_mut(j)) {
+                    *slot += n;
+                }
+            }
+        }
+        out
+    }
+
+    /// The sum of [`Shape::change_fixed`] over the registers: the tails above each maximum,
+    /// and the window values known not seen, level by level (a level's window values less
+    /// those seen, `u` itself not being one of the window).
+    pub(crate) fn unseen_mass(&self) -> u128 {
         let shape = self.shape;
-        let d = u32::from(shape.d);
-        let u = (r >> d) as u32;
-        let mut total = shape.tail_fixed(u);
-        let Some((level, masks)) = self.of(u) else { return total };
-        // History bits of values below 1 do not exist: bits below d + 1 − u.
-        let lowest = (d + 1).saturating_sub(u).min(63);
-        let unseen = !r & shape.history_mask() & !((1u64 << lowest) - 1);
-        let (t, top) = (u32::from(shape.t), shape.top_level());
-        for (o, &mask) in masks.iter().enumerate().take(level as usize + 1) {
-            let j = level - o as u32;
-            total += u128::from((unseen & mask).count_ones()) << (64 - t - (j + 1).min(top));
+        let (t, d) = (u32::from(shape.t), u32::from(shape.d));
+        let mut total: u128 =
+            self.maxima.iter().enumerate().map(|(u, &n)| u128::from(n) * shape.tail_fixed(u as u32)).sum();
+        for (u, count, row) in self.rows() {
+            let (lowest, highest) = ((u as u32).saturating_sub(d).max(1), u as u32 - 1);
+            for (i, &n) in row.iter().enumerate() {
+                let Some(j) = self.level(u, i) else { continue };
+                let (from, to) = (((j as u32) << t) + 1, (j as u32 + 1) << t);
+                let window = u64::from((to.min(highest) + 1).saturating_sub(from.max(lowest)));
+                let seen_in_window = u64::from(n) - if i == self.groups - 1 { count } else { 0 };
+                total += u128::from(window * count - seen_in_window) * u128::from(shape.rho_fixed(from));
+            }
         }
         total
     }
@@ -595,7 +622,7 @@ impl<R: Cell> Core<R> {
     }
 
     /// Recomputes the unseen mass from the registers: from a histogram of the states for
-    /// one-byte registers, by [`LevelMasks`] for wider ones.
+    /// one-byte registers, by a [`Tally`] for wider ones.
     pub(crate) fn recount(&mut self) {
         let shape = self.shape;
         self.unseen = if size_of::<R>() == 1 {
@@ -607,7 +634,7 @@ impl<R: Cell> Core<R> {
                 .map(|(r, &n)| u128::from(n) * shape.change_fixed(r as u64))
                 .sum()
         } else {
-            LevelMasks::new(shape).unseen_mass(self.registers.iter().map(|r| r.get()))
+            self.tally().unseen_mass()
         };
     }
 
@@ -629,20 +656,22 @@ impl<R: Cell> Core<R> {
 
     /// The counts of values known seen, level by level.
     pub(crate) fn seen_by_level(&self) -> Vec<u32> {
-        let mut seen = vec![0u32; self.shape.levels()];
         if size_of::<R>() == 1 {
             // One-byte registers: count each state once, from a histogram of the bytes.
+            let mut seen = vec![0u32; self.shape.levels()];
             let histogram = self.byte_histogram();
             for (r, &times) in histogram.iter().enumerate().filter(|&(_, &times)| times > 0) {
                 self.shape.count_seen(r as u64, times, &mut seen);
             }
+            seen
         } else {
-            let masks = LevelMasks::new(self.shape);
-            for r in self.registers.iter() {
-                masks.count_seen(r.get(), 1, &mut seen);
-            }
+            self.tally().seen_by_level()
         }
-        seen
+    }
+
+    /// The [`Tally`] of the registers.
+    fn tally(&self) -> Tally {
+        Tally::new(self.shape, self.registers.iter().map(|r| r.get()))
     }
 
     /// The maximum-likelihood estimate, before any bias correction.
@@ -809,12 +838,16 @@ pub(crate) fn packed_len(m: usize, bits: u32) -> usize {
 mod tests {
     use super::*;
 
-    const SHAPES: [Shape; 5] = [
+    const SHAPES: [Shape; 9] = [
         Shape { p: 3, t: 0, d: 2 },
         Shape { p: 10, t: 0, d: 2 },
         Shape { p: 4, t: 2, d: 20 },
         Shape { p: 12, t: 2, d: 24 },
         Shape { p: 6, t: 1, d: 9 },
+        Shape { p: 2, t: 0, d: 26 },
+        Shape { p: 5, t: 3, d: 21 },
+        Shape { p: 3, t: 4, d: 22 },
+        Shape { p: 8, t: 4, d: 0 },
     ];
 
     fn splitmix(state: &mut u64) -> u64 {
@@ -890,11 +923,9 @@ mod tests {
                     expected[(((k - 1) >> shape.t) as usize).min(shape.levels() - 1)] += 2;
                 }
                 assert_eq!(seen, expected, "{shape:?} r {r:x}");
-                let masks = LevelMasks::new(shape);
-                let mut by_masks = vec![0u32; shape.levels()];
-                masks.count_seen(r, 2, &mut by_masks);
-                assert_eq!(by_masks, expected, "{shape:?} r {r:x} by masks");
-                assert_eq!(masks.change_fixed(r), shape.change_fixed(r), "{shape:?} r {r:x} by masks");
+                let tally = Tally::new(shape, [r, r].into_iter());
+                assert_eq!(tally.seen_by_level(), expected, "{shape:?} r {r:x} by tally");
+                assert_eq!(tally.unseen_mass(), 2 * shape.change_fixed(r), "{shape:?} r {r:x} by tally");
                 // The change probability is the mass of the values whose arrival changes r.
                 let changes: u128 = (1..=shape.max_value())
                     .filter(|&k| shape.updated(r, k) != r)
@@ -904,7 +935,34 @@ mod tests {
                 all.extend([r, other]);
             }
             let direct: u128 = all.iter().map(|&r| shape.change_fixed(r)).sum();
-            assert_eq!(LevelMasks::new(shape).unseen_mass(all.iter().copied()), direct, "{shape:?}");
+            let mut seen = vec![0u32; shape.levels()];
+            all.iter().for_each(|&r| shape.count_seen(r, 1, &mut seen));
+            let tally = Tally::new(shape, all.iter().copied());
+            assert_eq!((tally.unseen_mass(), tally.seen_by_level()), (direct, seen), "{shape:?}");
+        }
+    }
+
+    #[test]
+    fn the_tally_agrees_with_the_registers_one_by_one() {
+        // Every maximum, the top levels included, with random histories (valid ones).
+        let mut state = 3;
+        for shape in SHAPES {
+            let d = u32::from(shape.d);
+            let registers: Vec<u64> = (0..=u64::from(shape.max_value()))
+                .flat_map(|u| [u, u])
+                .map(|u| {
+                    let r = u << d | (splitmix(&mut state) & shape.history_mask());
+                    // Clears the history of values below 1, and all of it in the empty register.
+                    let lowest = (u64::from(d) + 1).saturating_sub(u).min(63);
+                    if u == 0 { 0 } else { r & !((1 << lowest) - 1) }
+                })
+                .collect();
+            assert!(registers.iter().all(|&r| shape.is_valid(r)));
+            let direct: u128 = registers.iter().map(|&r| shape.change_fixed(r)).sum();
+            let mut seen = vec![0u32; shape.levels()];
+            registers.iter().for_each(|&r| shape.count_seen(r, 1, &mut seen));
+            let tally = Tally::new(shape, registers.iter().copied());
+            assert_eq!((tally.unseen_mass(), tally.seen_by_level()), (direct, seen), "{shape:?}");
         }
     }
 
