@@ -250,14 +250,16 @@ proptest! {
         let ull = observed(&UltraLogLog::new(p).unwrap(), &items);
         let hll = ull.to_hyperloglog().unwrap();
         prop_assert_eq!(hll.precision(), p);
-        // Equal registers: the conversion's dense sketch answers as one that saw the items,
-        // once that one is dense too (a sparse one answers with its exact count instead).
+        // The sketch that saw the items: the same entries while both are sparse (their sparse
+        // modes hold as many), the same registers once both are dense.
         let mut direct = HyperLogLog::new(p).unwrap();
         direct.observe_all(&items);
-        if !direct.is_sparse() {
-            prop_assert_eq!(&hll, &direct);
+        prop_assert_eq!(&hll, &direct);
+        prop_assert_eq!(hll.is_sparse(), ull.is_sparse());
+        if ull.is_sparse() {
+            // Both count their entries exactly.
+            prop_assert_eq!(hll.estimate(), ull.estimate());
         }
-        prop_assert_eq!(hll.is_sparse(), items.is_empty());
     }
 
     #[test]
@@ -446,6 +448,32 @@ proptest! {
         batch.observe_all(&head);
         head.iter().for_each(|x| single.observe(x));
         prop_assert_eq!(batch, single);
+    }
+
+    /// The same for UltraLogLog and ExaLogLog (whose batch path, once dense, has no sparse
+    /// branch): every shape kind, the constant ones and a run-time one.
+    #[test]
+    fn history_observe_all_equals_one_by_one(p in 3_u8..=10, t in 0_u8..=4, head in items(), tail in items()) {
+        let mut batch = UltraLogLog::new(p).unwrap();
+        let mut single = batch.clone();
+        for part in [&head, &tail] {
+            batch.observe_all(part);
+            part.iter().for_each(|x| single.observe(x));
+        }
+        prop_assert_eq!(&batch, &single);
+        prop_assert_eq!(batch.estimate().to_bits(), single.estimate().to_bits());
+        prop_assert_eq!(batch.martingale_estimate().map(f64::to_bits), single.martingale_estimate().map(f64::to_bits));
+        for (t, d) in [(2, 20), (t, 26 - t), (t, 0)] {
+            let mut batch = ExaLogLog::with_params(p, t, d, 3).unwrap();
+            let mut single = batch.clone();
+            for part in [&head, &tail] {
+                batch.observe_all(part);
+                part.iter().for_each(|x| single.observe(x));
+            }
+            prop_assert_eq!(&batch, &single);
+            prop_assert_eq!(batch.estimate().to_bits(), single.estimate().to_bits());
+            prop_assert_eq!(batch.martingale_estimate().map(f64::to_bits), single.martingale_estimate().map(f64::to_bits));
+        }
     }
 
     /// Count-Min's batch path (the depth as a constant for depths 1 to 8, the run-time depth

@@ -2152,6 +2152,17 @@ fn ull_body(p: u8, martingale: Option<f64>, registers: &[u8]) -> Vec<u8> {
     body
 }
 
+/// An UltraLogLog body with flag bits `flags | 2` (sparse), the bytes `extra` after the seed,
+/// then the count and the entries.
+fn sparse_body(p: u8, flags: u8, extra: &[u8], entries: &[u32]) -> Vec<u8> {
+    let mut body = vec![p, flags | 2];
+    body.extend_from_slice(&9_u64.to_le_bytes());
+    body.extend_from_slice(extra);
+    body.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    entries.iter().for_each(|e| body.extend_from_slice(&e.to_le_bytes()));
+    body
+}
+
 /// Decodes `bytes` as an UltraLogLog and as an ExaLogLog; what decodes must be canonical and
 /// usable, what does not must say why.
 fn check_history_sketches(bytes: &[u8]) -> Result<(), TestCaseError> {
@@ -2199,7 +2210,8 @@ fn check_history_sketches(bytes: &[u8]) -> Result<(), TestCaseError> {
 
 static HISTORY_ENCODINGS: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
     let mut out = Vec::new();
-    for (p, n) in [(3, 0), (3, 5), (6, 1000), (8, 100_000)] {
+    // Dense and sparse (p = 10, 8 and 2 below), empty too.
+    for (p, n) in [(3, 0), (3, 5), (6, 1000), (8, 100_000), (10, 0), (10, 50)] {
         let mut ull = UltraLogLog::new(p).expect("valid precision");
         ull.observe_all(0..n);
         out.push(ull.to_bytes());
@@ -2210,7 +2222,15 @@ static HISTORY_ENCODINGS: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
         merged.merge(&other).expect("same configuration");
         out.push(merged.to_bytes());
     }
-    for (p, t, d, n) in [(2, 2, 20, 10), (5, 0, 0, 100), (6, 1, 9, 5000), (8, 2, 24, 100_000), (4, 4, 22, 300)] {
+    for (p, t, d, n) in [
+        (2, 2, 20, 10),
+        (5, 0, 0, 100),
+        (6, 1, 9, 5000),
+        (8, 2, 24, 100_000),
+        (4, 4, 22, 300),
+        (8, 2, 20, 100),
+        (2, 1, 3, 2),
+    ] {
         let mut ell = ExaLogLog::with_params(p, t, d, 1).expect("valid parameters");
         ell.observe_all(0..n);
         out.push(ell.to_bytes());
@@ -2290,11 +2310,12 @@ fn history_sketches_crafted_invalid_fields_are_rejected() -> TestResult {
             "unknown flags",
             {
                 let mut b = ok(&regs);
-                b[1] = 2;
+                b[1] = 4;
                 b
             },
             "flags",
         ),
+        ("sparse at a precision without a sparse mode", sparse_body(3, 0, &[], &[]), "flags"),
         ("history in an empty register", ok(&[1, 0, 0, 0, 0, 0, 0, 0]), "registers"),
         ("a value below 1 in the history", ok(&[4 + 2, 0, 0, 0, 0, 0, 0, 0]), "registers"),
         ("an update value above 65 − p", ok(&[4 * 63, 0, 0, 0, 0, 0, 0, 0]), "registers"),
@@ -2307,6 +2328,27 @@ fn history_sketches_crafted_invalid_fields_are_rejected() -> TestResult {
         let r = UltraLogLog::from_bytes(&envelope(ULL, &body));
         assert!(is_invalid_field(&r, field), "{what}: {r:?}");
     }
+    // Sparse encodings: what the sparse mode holds, ascending valid entries, no martingale.
+    let entry = |top: u32, rank: u32| top << 6 | rank;
+    assert!(UltraLogLog::from_bytes(&envelope(ULL, &sparse_body(10, 0, &[], &[entry(1, 1), entry(2, 39)]))).is_ok());
+    for (what, body, field) in [
+        ("a sparse martingale", sparse_body(10, 1, &[0; 8], &[]), "flags"),
+        (
+            "more entries than the mode holds",
+            sparse_body(4, 0, &[], &[1, 2, 3, 4].map(|i| entry(i, 1))),
+            "sparse count",
+        ),
+        ("entries out of order", sparse_body(10, 0, &[], &[entry(2, 1), entry(1, 1)]), "sparse entries"),
+        ("a repeated entry", sparse_body(10, 0, &[], &[entry(2, 1), entry(2, 1)]), "sparse entries"),
+        ("a rank of 0", sparse_body(10, 0, &[], &[entry(2, 0)]), "sparse entries"),
+        ("a rank above 39", sparse_body(10, 0, &[], &[entry(2, 40)]), "sparse entries"),
+    ] {
+        let r = UltraLogLog::from_bytes(&envelope(ULL, &body));
+        assert!(is_invalid_field(&r, field), "{what}: {r:?}");
+    }
+    let mut huge = sparse_body(10, 0, &[], &[]);
+    huge[10..14].copy_from_slice(&150_u32.to_le_bytes());
+    assert!(matches!(UltraLogLog::from_bytes(&envelope(ULL, &huge)), Err(DecodeError::Truncated { .. })));
     // Missing and trailing register bytes.
     assert!(matches!(UltraLogLog::from_bytes(&envelope(ULL, &ok(&regs[..7]))), Err(DecodeError::Truncated { .. })));
     assert!(matches!(

@@ -20,6 +20,7 @@
 
 use super::estimators::pow2;
 use super::optimal;
+use super::sparse::{self, Sparse};
 use crate::core::{Bounds, Confidence, DecodeError};
 
 /// The configuration of a register array: precision `p` (`2^p` registers), `t` bits of
@@ -170,6 +171,7 @@ impl Shape {
 
     /// `2^64 ·` the probability that an item of a register in state `r` changes it: the
     /// values above `u`, and those of the window it knows it has not seen.
+    #[inline]
     pub(crate) fn change_fixed(self, r: u64) -> u128 {
         if (self.t, self.d) == (0, 2) {
             // UltraLogLog in closed form: ρ_k = 2^−k for every value below the largest,
@@ -516,12 +518,17 @@ impl Cell for u32 {
     }
 }
 
-/// The state both sketches share: the registers, the exact unseen mass, the martingale.
+/// The state both sketches share: the registers, the exact unseen mass, the martingale; or,
+/// while few items have been seen, the exact set of their [sparse entries](super::sparse).
 #[derive(Clone)]
 pub(crate) struct Core<R> {
     pub(crate) shape: Shape,
     pub(crate) seed: u64,
+    /// The registers; none while the sketch is sparse. The per-item path finds the index
+    /// out of range then, so the sparse mode costs the dense one no test of its own.
     pub(crate) registers: Box<[R]>,
+    /// The entries while the sketch is sparse; empty once it is dense.
+    pub(crate) sparse: Sparse,
     /// `Σ change_fixed(r)` over the registers: `m · 2^64` times the probability that a new
     /// distinct item changes the sketch, and the `α` of the likelihood.
     pub(crate) unseen: u128,
@@ -530,16 +537,98 @@ pub(crate) struct Core<R> {
 }
 
 impl<R: Cell> Core<R> {
+    /// The empty sketch: sparse where the shape has a sparse mode, dense otherwise.
     pub(crate) fn new(shape: Shape, seed: u64) -> Self {
+        let mut core = Self::new_dense(shape, seed);
+        if Self::limit(shape) > 0 {
+            (core.registers, core.martingale) = (Box::default(), None);
+        }
+        core
+    }
+
+    /// The empty sketch with its registers.
+    pub(crate) fn new_dense(shape: Shape, seed: u64) -> Self {
         debug_assert!(R::FIXED.is_none_or(|(t, d)| (shape.t, shape.d) == (t, d)));
         let m = shape.registers();
         Self {
             shape,
             seed,
             registers: vec![R::default(); m].into_boxed_slice(),
+            sparse: Sparse::new(),
             unseen: (m as u128) << 64,
             martingale: Some(0.0),
         }
+    }
+
+    /// The most entries the sparse mode of `shape` holds (0: it has none). Entries keep the
+    /// index bits of precisions up to `26 − t`, and their table never takes more bytes than
+    /// the registers.
+    fn limit(shape: Shape) -> usize {
+        if u32::from(shape.p) + u32::from(shape.t) > sparse::SPARSE_BITS {
+            return 0;
+        }
+        sparse::limit(shape.registers() * size_of::<R>())
+    }
+
+    /// Whether the sketch is in its exact, sparse small-range mode.
+    pub(crate) fn is_sparse(&self) -> bool {
+        self.registers.is_empty()
+    }
+
+    /// The exact count of distinct entries while the sketch is sparse.
+    pub(crate) fn exact(&self) -> Option<f64> {
+        self.is_sparse().then(|| self.sparse.len() as f64)
+    }
+
+    /// The bytes the state holds on the heap: the entry table, or the registers.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.sparse.heap_bytes() + self.registers.len() * size_of::<R>()
+    }
+
+    /// Observes a hash of a sparse sketch (the per-item path sends it here).
+    #[cold]
+    #[inline(never)]
+    fn observe_sparse(&mut self, hash: u64) {
+        self.add_entry(sparse::entry(hash, u32::from(self.shape.t)), true);
+    }
+
+    /// Adds one entry, in either mode. `observed`: an item of this sketch's own stream,
+    /// which the martingale counts; the entries of another sketch (merges, reductions) give
+    /// the same registers but no part of the martingale, and leave `unseen` for the caller's
+    /// [`recount`](Self::recount).
+    fn add_entry(&mut self, entry: u32, observed: bool) {
+        if self.is_sparse() {
+            let Err(empty_slot) = self.sparse.find(entry) else { return };
+            if self.sparse.len() < Self::limit(self.shape) {
+                self.sparse.insert_at(empty_slot, entry);
+                return;
+            }
+            self.densify(observed);
+        }
+        let shape = self.shape;
+        let (index, k) = sparse::entry_value(entry, u32::from(shape.p), u32::from(shape.t));
+        if observed {
+            self.observe_value(shape, index, k);
+        } else if let Some(slot) = self.registers.get_mut(index) {
+            *slot = R::put(shape.updated(slot.get(), k));
+        }
+    }
+
+    /// Turns a sparse sketch dense: the registers of its entries. In a stream (`observed`),
+    /// the exact count so far starts the martingale, which then goes on as usual.
+    fn densify(&mut self, observed: bool) {
+        let entries = std::mem::take(&mut self.sparse);
+        let shape = self.shape;
+        let (p, t) = (u32::from(shape.p), u32::from(shape.t));
+        self.registers = vec![R::default(); shape.registers()].into_boxed_slice();
+        for entry in entries.entries() {
+            let (index, k) = sparse::entry_value(entry, p, t);
+            if let Some(slot) = self.registers.get_mut(index) {
+                *slot = R::put(shape.updated(slot.get(), k));
+            }
+        }
+        self.recount();
+        self.martingale = observed.then_some(entries.len() as f64);
     }
 
     /// The empty sketch of the same configuration.
@@ -548,7 +637,7 @@ impl<R: Cell> Core<R> {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.registers.iter().all(|r| r.get() == 0)
+        if self.is_sparse() { self.sparse.len() == 0 } else { self.registers.iter().all(|r| r.get() == 0) }
     }
 
     /// Observes one hash. The shape's `t` and `d` reach the per-item code as constants for
@@ -564,9 +653,45 @@ impl<R: Cell> Core<R> {
         }
     }
 
+    /// Observes many hashes: the same updates as [`observe_hash`](Self::observe_hash) one by
+    /// one. Once the sketch is dense, the loop has no sparse path: nothing in it can change
+    /// the shape or move the registers, so the compiler keeps them (and the caller's seed) in
+    /// registers instead of reloading them for each item.
+    #[inline]
+    pub(crate) fn observe_hashes(&mut self, mut hashes: impl Iterator<Item = u64>) {
+        while self.is_sparse() {
+            let Some(hash) = hashes.next() else { return };
+            self.observe_hash(hash);
+        }
+        let p = self.shape.p;
+        match (R::FIXED, self.shape.t, self.shape.d) {
+            (Some((0, 2)), ..) => self.observe_dense(Shape { p, t: 0, d: 2 }, hashes),
+            (None, 2, 20) => self.observe_dense(Shape { p, t: 2, d: 20 }, hashes),
+            _ => self.observe_dense(self.shape, hashes),
+        }
+    }
+
+    #[inline(always)]
+    fn observe_dense(&mut self, shape: Shape, hashes: impl Iterator<Item = u64>) {
+        for hash in hashes {
+            let (index, k) = shape.locate(hash);
+            self.observe_value(shape, index, k);
+        }
+    }
+
     #[inline(always)]
     fn observe_in(&mut self, shape: Shape, hash: u64) {
         let (index, k) = shape.locate(hash);
+        if index >= self.registers.len() {
+            return self.observe_sparse(hash);
+        }
+        self.observe_value(shape, index, k);
+    }
+
+    /// Observes value `k` at register `index`: the branch-free test, and the update for the
+    /// few values that change the register.
+    #[inline(always)]
+    fn observe_value(&mut self, shape: Shape, index: usize, k: u32) {
         let Some(&old) = self.registers.get(index) else { return };
         let unchanged = match R::FIXED {
             Some((0, 2)) => ULL_CHANGES[old.get() as usize & 255] >> k & 1 == 0,
@@ -625,6 +750,9 @@ impl<R: Cell> Core<R> {
     /// one-byte registers, by a [`Tally`] for wider ones.
     pub(crate) fn recount(&mut self) {
         let shape = self.shape;
+        if self.is_sparse() {
+            return;
+        }
         self.unseen = if size_of::<R>() == 1 {
             let histogram = self.byte_histogram();
             histogram
@@ -679,9 +807,10 @@ impl<R: Cell> Core<R> {
         self.shape.ml_estimate(self.unseen, &self.seen_by_level())
     }
 
-    /// Merges a sketch of the same shape and seed: the union register by register. The
-    /// empty sketch changes nothing; merged into an empty sketch, a sketch brings its
-    /// martingale; any other merge ends it.
+    /// Merges a sketch of the same shape and seed: the union of the entries, or register by
+    /// register (a sparse sketch's entries into the other's registers). The empty sketch
+    /// changes nothing; merged into an empty sketch, a sketch brings its martingale; any
+    /// other merge ends it.
     pub(crate) fn merge_same(&mut self, other: &Self) {
         if other.is_empty() {
             return;
@@ -690,12 +819,21 @@ impl<R: Cell> Core<R> {
             self.clone_from(other);
             return;
         }
-        let shape = self.shape;
-        for (a, b) in self.registers.iter_mut().zip(other.registers.iter()) {
-            *a = R::put(shape.union(a.get(), b.get()));
+        if other.is_sparse() {
+            other.sparse.entries().for_each(|entry| self.add_entry(entry, false));
+        } else if self.is_sparse() {
+            let ours = std::mem::replace(self, other.clone());
+            ours.sparse.entries().for_each(|entry| self.add_entry(entry, false));
+        } else {
+            let shape = self.shape;
+            for (a, b) in self.registers.iter_mut().zip(other.registers.iter()) {
+                *a = R::put(shape.union(a.get(), b.get()));
+            }
         }
-        self.recount();
-        self.martingale = None;
+        if !self.is_sparse() {
+            self.recount();
+            self.martingale = None;
+        }
     }
 
     /// Merges a sketch of the same `t`, `d` and seed (the callers check them), at the smaller
@@ -712,13 +850,19 @@ impl<R: Cell> Core<R> {
     /// while it has one, maximum likelihood's otherwise.
     pub(crate) fn relative_standard_error(&self) -> f64 {
         let shape = self.shape;
+        if self.is_sparse() {
+            return 0.0;
+        }
         let mvp = if self.martingale.is_some() { optimal::mvp_martingale(shape) } else { optimal::mvp_ml(shape) };
         optimal::relative_standard_error(mvp, shape)
     }
 
     /// `estimate · (1 ± z · relative standard error)`, its lower end raised to the number of
-    /// (register, value) pairs known seen.
+    /// (register, value) pairs known seen; the exact count while sparse.
     pub(crate) fn bounds(&self, estimate: f64, confidence: Confidence) -> Bounds {
+        if self.is_sparse() {
+            return sparse::bounds(self.sparse.len(), confidence);
+        }
         Bounds::relative(estimate, self.relative_standard_error(), confidence, self.seen_pairs() as f64)
     }
 
@@ -729,7 +873,17 @@ impl<R: Cell> Core<R> {
             return self.clone();
         }
         let coarse = Shape { p, ..self.shape };
-        let mut out = Self::new(coarse, self.seed);
+        if self.is_sparse() {
+            // Entries hold every coarser precision: the coarse sketch of the same entries.
+            let mut out = Self::new(coarse, self.seed);
+            self.sparse.entries().for_each(|entry| out.add_entry(entry, false));
+            out.recount();
+            if !out.is_sparse() {
+                out.martingale = None;
+            }
+            return out;
+        }
+        let mut out = Self::new_dense(coarse, self.seed);
         let shift = self.shape.p - p;
         for (i, r) in self.registers.iter().enumerate() {
             let reduced = self.shape.reduced(r.get(), i, coarse);
@@ -737,18 +891,37 @@ impl<R: Cell> Core<R> {
                 *slot = R::put(coarse.union(slot.get(), reduced));
             }
         }
+        if out.is_empty() {
+            return Self::new(coarse, self.seed);
+        }
         out.recount();
-        out.martingale = if out.is_empty() { Some(0.0) } else { None };
+        out.martingale = None;
         out
     }
 
-    /// Writes flags (bit 0: martingale present), seed, the martingale if present, then the
-    /// registers packed `shape.bits()` bits each, least significant first.
+    /// The bytes [`encode`](Self::encode) writes.
+    pub(crate) fn encoded_len(&self) -> usize {
+        let body = if self.is_sparse() {
+            4 + 4 * self.sparse.len()
+        } else {
+            packed_len(self.registers.len(), self.shape.bits())
+        };
+        9 + 8 * usize::from(self.martingale.is_some()) + body
+    }
+
+    /// Writes flags (bit 0: martingale present, bit 1: sparse), seed, the martingale if
+    /// present, then either the number of entries (u32) and the entries in ascending order
+    /// (u32 each), or the registers packed `shape.bits()` bits each, least significant first.
     pub(crate) fn encode(&self, w: &mut crate::codec::Writer) {
-        w.put_u8(u8::from(self.martingale.is_some()));
+        w.put_u8(u8::from(self.martingale.is_some()) | u8::from(self.is_sparse()) << 1);
         w.put_u64(self.seed);
         if let Some(x) = self.martingale {
             w.put_f64(x);
+        }
+        if self.is_sparse() {
+            w.put_u32(self.sparse.len() as u32);
+            self.sparse.sorted_entries().into_iter().for_each(|e| w.put_u32(e));
+            return;
         }
         let bits = self.shape.bits();
         let out = w.put_zeroed(packed_len(self.registers.len(), bits));
@@ -766,14 +939,50 @@ impl<R: Cell> Core<R> {
         }
     }
 
+    /// Reads the entries of a sparse encoding: no more than the sparse mode holds, ascending,
+    /// each one [`sparse::entry`] can make.
+    fn decode_sparse(r: &mut crate::codec::Reader<'_>, shape: Shape, seed: u64) -> Result<Self, DecodeError> {
+        if Self::limit(shape) == 0 {
+            return Err(DecodeError::InvalidField { field: "flags", reason: "this shape has no sparse mode" });
+        }
+        let n = r.u32()? as usize;
+        if n > Self::limit(shape) {
+            return Err(DecodeError::InvalidField {
+                field: "sparse count",
+                reason: "more entries than the sparse mode holds",
+            });
+        }
+        r.expect_items(n, 4)?;
+        let mut core = Self::new(shape, seed);
+        let mut previous = 0u32;
+        for _ in 0..n {
+            let entry = r.u32()?;
+            if entry <= previous || !sparse::is_valid_entry(entry) {
+                return Err(DecodeError::InvalidField {
+                    field: "sparse entries",
+                    reason: "not ascending valid entries",
+                });
+            }
+            previous = entry;
+            core.add_entry(entry, false);
+        }
+        Ok(core)
+    }
+
     /// Reads what [`encode`](Self::encode) wrote for `shape`, validating every register and
     /// the martingale.
     pub(crate) fn decode(r: &mut crate::codec::Reader<'_>, shape: Shape) -> Result<Self, DecodeError> {
         let flags = r.u8()?;
-        if flags & !1 != 0 {
+        if flags & !3 != 0 {
             return Err(DecodeError::InvalidField { field: "flags", reason: "unknown flag bits" });
         }
         let seed = r.u64()?;
+        if flags & 2 != 0 {
+            if flags & 1 != 0 {
+                return Err(DecodeError::InvalidField { field: "flags", reason: "a sparse sketch has no martingale" });
+            }
+            return Self::decode_sparse(r, shape, seed);
+        }
         let martingale = if flags & 1 != 0 {
             let x = r.f64()?;
             if !(x.is_finite() && x.is_sign_positive()) {
@@ -785,7 +994,7 @@ impl<R: Cell> Core<R> {
         };
         let bits = shape.bits();
         let packed = r.take(packed_len(shape.registers(), bits))?;
-        let mut core = Self::new(shape, seed);
+        let mut core = Self::new_dense(shape, seed);
         let mask = (1u128 << bits) - 1;
         let (mut acc, mut filled, mut bytes) = (0u128, 0u32, packed.iter());
         for slot in core.registers.iter_mut() {
@@ -808,7 +1017,8 @@ impl<R: Cell> Core<R> {
         }
         core.recount();
         // Each value known seen took a change of its own, and each change adds at least 1;
-        // the empty sketch has its martingale, at 0.
+        // the empty sketch has its martingale, at 0. (A dense sketch of few items, or none, is
+        // what shapes without a sparse mode make, and what builds before it wrote.)
         let consistent = match martingale {
             _ if core.is_empty() => martingale == Some(0.0),
             Some(x) => x >= core.seen_pairs() as f64,
@@ -823,9 +1033,13 @@ impl<R: Cell> Core<R> {
 }
 
 impl<R: Cell> PartialEq for Core<R> {
-    /// Same configuration and registers; the martingale, a record of history, is not compared.
+    /// Same configuration and state (registers, or entries; any two empty sketches, sparse or
+    /// dense, alike); the martingale, a record of history, is not compared.
     fn eq(&self, other: &Self) -> bool {
-        self.shape == other.shape && self.seed == other.seed && self.registers == other.registers
+        self.shape == other.shape
+            && self.seed == other.seed
+            && ((self.registers == other.registers && self.sparse.same_entries(&other.sparse))
+                || (self.is_empty() && other.is_empty()))
     }
 }
 

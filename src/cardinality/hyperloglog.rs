@@ -5,6 +5,7 @@ use std::fmt;
 
 use super::estimators::{HIP_RSE, ertl_estimate, improved_rse, pow2, wide_to_f64};
 use super::register_sums::register_sums;
+use super::sparse::{self, Sparse};
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
@@ -27,15 +28,6 @@ pub const MIN_PRECISION: u8 = 4;
 /// assert!(HyperLogLog::new(MAX_PRECISION + 1).is_err());
 /// ```
 pub const MAX_PRECISION: u8 = 18;
-
-/// The precision of the sparse entries: the top `SPARSE_PRECISION` hash bits, followed by
-/// 6 bits of "rank of the rest". Any register precision up to it can be recovered from them.
-const SPARSE_PRECISION: u32 = 26;
-const SPARSE_RANK_BITS: u32 = 6;
-const SPARSE_RANK_MASK: u32 = (1 << SPARSE_RANK_BITS) - 1;
-/// The largest rank a sparse entry holds: 64 − 26 remaining bits, plus one.
-const SPARSE_MAX_RANK: u32 = 64 - SPARSE_PRECISION + 1;
-const SPARSE_INITIAL_SLOTS: usize = 4;
 
 /// A HyperLogLog distinct counter. See the [family docs](super) for how it works.
 ///
@@ -180,7 +172,7 @@ impl HyperLogLog {
     /// The most distinct entries the sparse mode holds before it turns dense: 3/4 of a table
     /// of `m/4` four-byte slots, so the sparse form never takes more bytes than the dense one.
     fn sparse_limit(&self) -> usize {
-        self.register_count() / 4 * 3 / 4
+        sparse::limit(self.register_count())
     }
 
     /// Observes one item.
@@ -260,7 +252,7 @@ impl HyperLogLog {
         let (p, limit) = (self.precision, self.sparse_limit());
         if let Repr::Sparse(sparse) = &mut self.repr {
             let Err(empty_slot) = sparse.find(entry) else { return };
-            if sparse.len < limit {
+            if sparse.len() < limit {
                 sparse.insert_at(empty_slot, entry);
                 return;
             }
@@ -269,7 +261,7 @@ impl HyperLogLog {
             let mut dense = Dense::new(p);
             dense.absorb_entries(sparse.entries(), p);
             if observed {
-                dense.agg.martingale = Some(sparse.len as f64);
+                dense.agg.martingale = Some(sparse.len() as f64);
             }
             self.repr = Repr::Dense(dense);
         }
@@ -298,7 +290,7 @@ impl HyperLogLog {
     /// ```
     pub fn estimate(&self) -> f64 {
         match &self.repr {
-            Repr::Sparse(sparse) => sparse.len as f64,
+            Repr::Sparse(sparse) => sparse.len() as f64,
             Repr::Dense(dense) => dense.agg.martingale.unwrap_or_else(|| dense.improved_estimate(self.precision)),
         }
     }
@@ -322,7 +314,7 @@ impl HyperLogLog {
     /// ```
     pub fn register_estimate(&self) -> f64 {
         match &self.repr {
-            Repr::Sparse(sparse) => sparse.len as f64,
+            Repr::Sparse(sparse) => sparse.len() as f64,
             Repr::Dense(dense) => dense.improved_estimate(self.precision),
         }
     }
@@ -390,13 +382,7 @@ impl HyperLogLog {
     /// ```
     pub fn bounds(&self, confidence: Confidence) -> Bounds {
         match &self.repr {
-            Repr::Sparse(sparse) => {
-                // Exact, but for items whose entries coincide: a Poisson number of mean
-                // n²/2 · 2^-26/3, which the upper end allows for at the same confidence.
-                let n = sparse.len as f64;
-                let coincidences = n * n / 2.0 * pow2(-26) / 3.0;
-                Bounds { lower: n, upper: n + (coincidences + confidence.z() * coincidences.sqrt()).ceil() }
-            }
+            Repr::Sparse(sparse) => sparse::bounds(sparse.len(), confidence),
             Repr::Dense(dense) => Bounds::relative(
                 self.estimate(),
                 self.relative_standard_error(),
@@ -419,7 +405,7 @@ impl HyperLogLog {
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
             + match &self.repr {
-                Repr::Sparse(sparse) => sparse.slots.capacity() * std::mem::size_of::<u32>(),
+                Repr::Sparse(sparse) => sparse.heap_bytes(),
                 Repr::Dense(dense) => dense.registers.len(),
             }
     }
@@ -454,8 +440,8 @@ impl HyperLogLog {
         match (&mut self.repr, &other.repr) {
             // Merging the empty sketch changes nothing, and merging into it gives the other
             // sketch, history and all: the identity keeps the martingale.
-            (_, Repr::Sparse(theirs)) if theirs.len == 0 => {}
-            (Repr::Sparse(ours), Repr::Dense(theirs)) if ours.len == 0 => self.repr = Repr::Dense(theirs.clone()),
+            (_, Repr::Sparse(theirs)) if theirs.len() == 0 => {}
+            (Repr::Sparse(ours), Repr::Dense(theirs)) if ours.len() == 0 => self.repr = Repr::Dense(theirs.clone()),
             (_, Repr::Sparse(theirs)) => {
                 theirs.entries().for_each(|entry| self.add_entry(entry, false));
                 if let Repr::Dense(dense) = &mut self.repr {
@@ -537,6 +523,15 @@ impl HyperLogLog {
         hll
     }
 
+    /// The sparse sketch of these entries (no more than its sparse mode holds: those of a
+    /// sparse [`UltraLogLog`](super::UltraLogLog) of the same precision, whose sparse mode is
+    /// the same size).
+    pub(crate) fn from_entries(precision: u8, seed: u64, entries: impl Iterator<Item = u32>) -> Self {
+        let mut hll = Self { precision, seed, repr: Repr::Sparse(Sparse::new()) };
+        entries.for_each(|entry| hll.add_entry(entry, false));
+        hll
+    }
+
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 2.
     ///
     /// Body: precision (u8); flags (u8: bit 0 dense, bit 1 martingale present); seed (u64);
@@ -560,7 +555,7 @@ impl HyperLogLog {
         let martingale = self.martingale_estimate();
         let mut flags = u8::from(martingale.is_some()) << 1;
         let body_len = match &self.repr {
-            Repr::Sparse(sparse) => 4 + 4 * sparse.len,
+            Repr::Sparse(sparse) => 4 + 4 * sparse.len(),
             Repr::Dense(dense) => {
                 flags |= 1;
                 dense.registers.len() / 4 * 3
@@ -575,7 +570,7 @@ impl HyperLogLog {
         }
         match &self.repr {
             Repr::Sparse(sparse) => {
-                w.put_u32(sparse.len as u32);
+                w.put_u32(sparse.len() as u32);
                 sparse.sorted_entries().into_iter().for_each(|e| w.put_u32(e));
             }
             Repr::Dense(dense) => {
@@ -665,8 +660,7 @@ impl HyperLogLog {
             let mut previous = 0u32;
             for _ in 0..n {
                 let e = r.u32()?;
-                let rank = e & SPARSE_RANK_MASK;
-                if e <= previous || rank == 0 || rank > SPARSE_MAX_RANK {
+                if e <= previous || !sparse::is_valid_entry(e) {
                     return Err(DecodeError::InvalidField {
                         field: "sparse entries",
                         reason: "not ascending valid entries",
@@ -689,7 +683,7 @@ impl PartialEq for HyperLogLog {
         self.precision == other.precision
             && self.seed == other.seed
             && match (&self.repr, &other.repr) {
-                (Repr::Sparse(a), Repr::Sparse(b)) => a.len == b.len && a.entries().all(|e| b.find(e).is_ok()),
+                (Repr::Sparse(a), Repr::Sparse(b)) => a.same_entries(b),
                 (Repr::Dense(a), Repr::Dense(b)) => a.registers == b.registers,
                 _ => false,
             }
@@ -741,34 +735,17 @@ fn register_of(hash: u64, p: u8) -> (usize, u8) {
     (index, rank as u8)
 }
 
-/// The sparse entry of a hash: its top 26 bits, then the 6-bit rank of the remaining 38 bits.
-///
-/// ```text
-///  entry: | top 26 hash bits                      | rank (6) |
-/// ```
+/// The sparse entry of a hash (HyperLogLog has no sub-levels: `t = 0`).
 #[inline]
 fn sparse_entry(hash: u64) -> u32 {
-    let (top, rank) = register_of(hash, SPARSE_PRECISION as u8);
-    ((top as u32) << SPARSE_RANK_BITS) | u32::from(rank)
+    sparse::entry(hash, 0)
 }
 
 /// The register index and rank at precision `p` of a sparse entry: the same as
 /// [`register_of`] on the hash the entry came from.
 #[inline]
 fn entry_register(entry: u32, p: u8) -> (usize, u8) {
-    let top = entry >> SPARSE_RANK_BITS;
-    let extra = SPARSE_PRECISION - u32::from(p);
-    let index = (top >> extra) as usize;
-    let sparse_rank = entry & SPARSE_RANK_MASK;
-    // Below the 26 top bits the rest has 38 bits. If they are not all zero, their lowest 1 is
-    // also the lowest 1 of the longer rest at precision p; otherwise the count goes on into the
-    // `extra` index bits between p and 26.
-    let rank = if sparse_rank < SPARSE_MAX_RANK {
-        sparse_rank
-    } else {
-        let between = top & ((1 << extra) - 1);
-        (SPARSE_MAX_RANK - 1) + if between == 0 { extra } else { between.trailing_zeros() } + 1
-    };
+    let (index, rank) = sparse::entry_value(entry, u32::from(p), 0);
     (index, rank as u8)
 }
 
@@ -800,76 +777,6 @@ fn unpack_six_bit(packed: u64) -> u64 {
 #[inline]
 fn raise_slot(slot: &mut u8, rank: u8) -> Option<u8> {
     (rank > *slot).then(|| std::mem::replace(slot, rank))
-}
-
-/// The exact small-range form: an open-addressing set of non-zero sparse entries.
-#[derive(Clone)]
-struct Sparse {
-    /// Power-of-two table, `0` marks an empty slot (entries are never 0: their rank is >= 1).
-    slots: Vec<u32>,
-    len: usize,
-}
-
-impl Sparse {
-    fn new() -> Self {
-        Self { slots: Vec::new(), len: 0 }
-    }
-
-    #[inline]
-    fn home(&self, entry: u32) -> usize {
-        // Above the rank, an entry is uniform hash bits: their low end addresses the table.
-        (entry >> SPARSE_RANK_BITS) as usize & (self.slots.len() - 1)
-    }
-
-    /// Where `entry` is (`Ok`), or the empty slot where it would go (`Err`); the table must
-    /// not be empty for an `Err` to be usable, which `insert_at` arranges.
-    fn find(&self, entry: u32) -> Result<usize, usize> {
-        if self.slots.is_empty() {
-            return Err(0);
-        }
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(entry);
-        loop {
-            match self.slots[i] {
-                0 => return Err(i),
-                e if e == entry => return Ok(i),
-                _ => i = (i + 1) & mask,
-            }
-        }
-    }
-
-    /// Inserts an absent entry at the empty slot `find` gave, first growing the table (and
-    /// then finding a new slot) if that would take its load above 3/4.
-    fn insert_at(&mut self, empty_slot: usize, entry: u32) {
-        let slot = if (self.len + 1) * 4 > self.slots.len() * 3 {
-            let grown = vec![0; (self.slots.len() * 2).max(SPARSE_INITIAL_SLOTS)];
-            let old = std::mem::replace(&mut self.slots, grown);
-            for e in old.into_iter().filter(|&e| e != 0) {
-                let Err(i) = self.find(e) else { continue };
-                self.slots[i] = e;
-            }
-            match self.find(entry) {
-                Err(i) => i,
-                Ok(_) => return,
-            }
-        } else {
-            empty_slot
-        };
-        self.slots[slot] = entry;
-        self.len += 1;
-    }
-
-    /// The entries, in table order.
-    fn entries(&self) -> impl Iterator<Item = u32> + '_ {
-        self.slots.iter().copied().filter(|&e| e != 0)
-    }
-
-    /// The entries in ascending order: the canonical order of the encoding.
-    fn sorted_entries(&self) -> Vec<u32> {
-        let mut out: Vec<u32> = self.entries().collect();
-        out.sort_unstable();
-        out
-    }
 }
 
 /// The dense form: one byte per register, plus the running aggregates from which both

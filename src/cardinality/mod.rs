@@ -6,8 +6,8 @@
 //!
 //! | type | memory | relative standard error | use it for |
 //! |---|---|---|---|
-//! | [`ExaLogLog`] | `3.5·m` bytes encoded (`t = 2, d = 20`), `4·m` in memory | `0.32/√m` one stream, `0.36/√m` merged | the least memory for a given error, counts up to the exa-scale and beyond |
-//! | [`UltraLogLog`] | `m` bytes | `0.66/√m` one stream, `0.76/√m` merged | a drop-in for HyperLogLog at 27 % less error per byte |
+//! | [`ExaLogLog`] | `3.5·m` bytes encoded (`t = 2, d = 20`), `4·m` in memory; less while small | `0.32/√m` one stream, `0.36/√m` merged; exact while small | the least memory for a given error, counts up to the exa-scale and beyond |
+//! | [`UltraLogLog`] | `m` bytes; less while small | `0.66/√m` one stream, `0.76/√m` merged; exact while small | a drop-in for HyperLogLog at 27 % less error per byte |
 //! | [`HyperLogLog`] | `m` bytes (dense), less while small | `0.83/√m` one stream, `1.04/√m` merged | compatibility, exact small counts (sparse mode) |
 //! | [`FlajoletMartin`] | `4·m` bytes | `0.78/√m` for `n ≫ m` | teaching, the historical baseline |
 //!
@@ -164,6 +164,12 @@
 //! UltraLogLog's `u` *is* the HyperLogLog register, so it converts to a HyperLogLog of the same
 //! precision ([`UltraLogLog::to_hyperloglog`]).
 //!
+//! Small UltraLogLog sketches stay small as HyperLogLog's do, with the same entries: a new
+//! sketch is sparse, an exact set of HyperLogLog's 32-bit entries, and turns dense at about
+//! `3m/16` distinct items, starting its martingale at the exact count
+//! ([`UltraLogLog::is_sparse`]). A sparse UltraLogLog converts to the sparse HyperLogLog of the
+//! same entries.
+//!
 //! ## ExaLogLog, 2025: a finer scale and a longer history
 //!
 //! [`ExaLogLog`] generalizes both steps. With `t` more bits of the hash it splits each
@@ -173,6 +179,10 @@
 //! UltraLogLog is `t = 0, d = 2`; HyperLogLog is `t = 0, d = 0`. The same two estimators apply
 //! (the likelihood has the same form with the finer probabilities), and Ertl gives the
 //! constants in closed form for every `(t, d)`.
+//!
+//! Its sparse mode keeps entries of the top `26 − t` and the low `t` hash bits and the rank
+//! of the rest, enough for every precision up to `26 − t`: with 4-byte registers, up to
+//! `3m/4` distinct items stay exact ([`ExaLogLog::is_sparse`]).
 //!
 //! | sketch | bits per register | a register remembers | MVP, merged (register estimator) | MVP, martingale |
 //! |---|---|---|---|---|
@@ -203,8 +213,9 @@
 //! * **[`UltraLogLog`]** when you want HyperLogLog's simplicity (one byte per register,
 //!   updates in 1.1–1.4 times HyperLogLog's time) with 27 % less error, or need to hand
 //!   HyperLogLog sketches to other code.
-//! * **[`HyperLogLog`]** when most sketches stay small (its sparse mode is exact and tiny
-//!   below `3m/16` items) or when its constant-time estimate matters more than bytes.
+//! * **[`HyperLogLog`]** when its constant-time estimate matters more than bytes. All three
+//!   keep small sketches small and exact: below `3m/16` distinct items for HyperLogLog and
+//!   UltraLogLog, `3m/4` for ExaLogLog, at 4 bytes per item.
 //!
 //! # Merging
 //!
@@ -258,6 +269,7 @@ mod history;
 mod hyperloglog;
 mod optimal;
 mod register_sums;
+mod sparse;
 mod ultraloglog;
 
 pub use exaloglog::ExaLogLog;

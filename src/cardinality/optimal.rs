@@ -201,7 +201,8 @@ mod tests {
 
     #[test]
     fn small_sketches_estimate_about_their_count() {
-        let mut core = Core::<u8>::new(ULL, 0);
+        // The register estimators themselves: a dense sketch (a sparse one counts exactly).
+        let mut core = Core::<u8>::new_dense(ULL, 0);
         assert_eq!(fgra(&core), 0.0);
         assert_eq!(corrected_ml(&core), 0.0);
         core.observe_hash(0x8000_0000_0000_0001);
