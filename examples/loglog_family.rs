@@ -27,10 +27,10 @@
 //! estimator is recorded:
 //!
 //! * one stream, read from the one-pass sketch: the martingale (HIP) estimator of each sketch
-//!   (for HyperLogLog, its `estimate()`: the exact count while sparse, then the martingale);
+//!   (its `estimate()`: the exact count while sparse, then the martingale, which starts there);
 //! * merged, read from the union of the halves, which has no martingale: HyperLogLog's
-//!   register estimator (Ertl 2017; the exact count while the union is sparse), UltraLogLog's
-//!   maximum likelihood and FGRA, ExaLogLog's maximum likelihood.
+//!   register estimator (Ertl 2017), UltraLogLog's maximum likelihood and FGRA, ExaLogLog's
+//!   maximum likelihood (each the exact count while the union is sparse).
 //!
 //! For every (sketch, estimator, n) the CSV row holds the bias (mean error), the RMSE, the
 //! theory `√(MVP / (bits · m))` with the published MVP (Ertl 2017, 2024, 2025; asymptotic in
@@ -76,6 +76,17 @@ fn checkpoints() -> Vec<u64> {
 fn hash_for(p: u8, t: u8, register: u64, k: u32) -> u64 {
     let (z, s) = ((k - 1) >> t, u64::from((k - 1) & ((1 << t) - 1)));
     (register << (64 - p)) | (1u64 << (u32::from(t) + z)) | s
+}
+
+/// An UltraLogLog of precision 4 (seed 0) that has seen the values 1 to 4 in register 0: its
+/// sparse mode holds three items, so the fourth turns it dense, and its registers show.
+fn dense_ull() -> Result<UltraLogLog, ConfigError> {
+    let mut ull = UltraLogLog::with_seed(4, 0)?;
+    for k in 1..=4 {
+        ull.observe_hash(hash_for(4, 0, 0, k));
+    }
+    assert!(!ull.is_sparse(), "four items turn a sketch of precision 4 dense");
+    Ok(ull)
 }
 
 /// The registers of an UltraLogLog, read from its encoding (codec family 10): a 4-byte
@@ -141,7 +152,8 @@ fn worked_example() -> Result<(), BoxError> {
         "{:>6} {:>9} {:>9} {:>3} {:>6} {:>6} {:>12} {:>14}",
         "value", "register", "binary", "u", "[u−1]", "[u−2]", "martingale", "HyperLogLog"
     );
-    let mut ull = UltraLogLog::with_seed(4, 0)?;
+    let mut ull = dense_ull()?;
+    println!("   (first, the values 1 to 4 in register 0: the sketch counts 3 items exactly, sparse, and the 4th turns it dense)");
     for k in [2, 5, 4, 2, 7] {
         ull.observe_hash(hash_for(4, 0, 3, k));
         let r = ull_registers(&ull)[3];
@@ -160,8 +172,7 @@ fn worked_example() -> Result<(), BoxError> {
 
     println!();
     println!("== Worked example 2: merging two UltraLogLog registers");
-    let mut a = UltraLogLog::with_seed(4, 0)?;
-    let mut b = UltraLogLog::with_seed(4, 0)?;
+    let (mut a, mut b) = (dense_ull()?, dense_ull()?);
     for k in [7, 5] {
         a.observe_hash(hash_for(4, 0, 3, k));
     }
@@ -195,6 +206,11 @@ fn worked_example() -> Result<(), BoxError> {
         "value", "z", "s", "u", "history (u−1 … u−20)", "martingale", "register"
     );
     let mut ell = ExaLogLog::with_params(2, 2, 20, 0)?;
+    // As for UltraLogLog: four items in register 0 turn the sketch dense first.
+    for k in 1..=4 {
+        ell.observe_hash(hash_for(2, 2, 0, k));
+    }
+    assert!(!ell.is_sparse(), "four items turn a sketch of precision 2 dense");
     for k in [9, 14, 11, 13, 25, 9] {
         ell.observe_hash(hash_for(2, 2, 1, k));
         let r = ell_registers(&ell)[1];
@@ -296,7 +312,7 @@ impl Sketch for UltraLogLog {
     }
     fn read(&self, k: usize) -> f64 {
         match k {
-            0 => self.martingale_estimate().unwrap_or(f64::NAN),
+            0 => self.estimate(),
             1 => self.register_estimate(UltraLogLogEstimator::MaximumLikelihood),
             _ => self.register_estimate(UltraLogLogEstimator::Fgra),
         }
@@ -324,7 +340,7 @@ impl Sketch for ExaLogLog {
         self.to_bytes().len()
     }
     fn read(&self, k: usize) -> f64 {
-        if k == 0 { self.martingale_estimate().unwrap_or(f64::NAN) } else { self.register_estimate() }
+        if k == 0 { self.estimate() } else { self.register_estimate() }
     }
 }
 
