@@ -153,7 +153,9 @@ fn worked_example() -> Result<(), BoxError> {
         "value", "register", "binary", "u", "[u−1]", "[u−2]", "martingale", "HyperLogLog"
     );
     let mut ull = dense_ull()?;
-    println!("   (first, the values 1 to 4 in register 0: the sketch counts 3 items exactly, sparse, and the 4th turns it dense)");
+    println!(
+        "   (first, the values 1 to 4 in register 0: the sketch counts 3 items exactly, sparse, and the 4th turns it dense)"
+    );
     for k in [2, 5, 4, 2, 7] {
         ull.observe_hash(hash_for(4, 0, 3, k));
         let r = ull_registers(&ull)[3];

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::history::{Core, Shape};
+use super::history::{Boxed, Core, Shape};
 use super::optimal;
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
@@ -40,7 +40,7 @@ use crate::hash::{DEFAULT_SEED, Hashable};
 /// ```
 #[derive(Clone)]
 pub struct ExaLogLog {
-    core: Core<u32>,
+    core: Boxed<u32>,
 }
 
 impl ExaLogLog {
@@ -108,7 +108,7 @@ impl ExaLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_params(precision: u8, t: u8, d: u8, seed: u64) -> Result<Self, ConfigError> {
-        Ok(Self { core: Core::new(Self::shape(precision, t, d)?, seed) })
+        Ok(Self { core: Boxed::new(Core::new(Self::shape(precision, t, d)?, seed)) })
     }
 
     /// The shape of valid parameters, checked without allocating anything.
@@ -387,7 +387,7 @@ impl ExaLogLog {
         if !(Self::MIN_PRECISION..=self.precision()).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer from 2 to the sketch's precision"));
         }
-        Ok(Self { core: self.core.reduce(precision) })
+        Ok(Self { core: Boxed::new(self.core.reduce(precision)) })
     }
 
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 11.
@@ -435,7 +435,7 @@ impl ExaLogLog {
             field: e.parameter(),
             reason: "outside the supported configurations",
         })?;
-        let core = Core::decode(&mut r, shape)?;
+        let core = Boxed::new(Core::decode(&mut r, shape)?);
         r.finish()?;
         Ok(Self { core })
     }
@@ -471,7 +471,7 @@ impl Mergeable for ExaLogLog {
     }
 
     fn empty_like(&self) -> Self {
-        Self { core: self.core.empty_like() }
+        Self { core: Boxed::new(self.core.empty_like()) }
     }
 }
 

@@ -205,7 +205,7 @@ mod tests {
         let mut core = Core::<u8>::new_dense(ULL, 0);
         assert_eq!(fgra(&core), 0.0);
         assert_eq!(corrected_ml(&core), 0.0);
-        core.observe_hash(0x8000_0000_0000_0001);
+        core.observe_hash_as(ULL, 0x8000_0000_0000_0001);
         for estimate in [fgra(&core), corrected_ml(&core)] {
             assert!((estimate - 1.0).abs() < 0.01, "{estimate}");
         }

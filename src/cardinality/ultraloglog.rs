@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::history::{Core, Shape};
+use super::history::{Boxed, Core, Shape};
 use super::hyperloglog::HyperLogLog;
 use super::optimal;
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
@@ -60,7 +60,7 @@ pub enum UltraLogLogEstimator {
 /// ```
 #[derive(Clone)]
 pub struct UltraLogLog {
-    core: Core<u8>,
+    core: Boxed<u8>,
 }
 
 /// Update values never exceed `65 − p`, so `4u + 3` fits a byte from precision 3 on.
@@ -126,7 +126,7 @@ impl UltraLogLog {
         if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer in 3..=26"));
         }
-        Ok(Self { core: Core::new(shape(precision), seed) })
+        Ok(Self { core: Boxed::new(Core::new(shape(precision), seed)) })
     }
 
     /// The precision `p`: the sketch has `2^p` registers.
@@ -388,7 +388,7 @@ impl UltraLogLog {
         if !(Self::MIN_PRECISION..=self.precision()).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer from 3 to the sketch's precision"));
         }
-        Ok(Self { core: self.core.reduce(precision) })
+        Ok(Self { core: Boxed::new(self.core.reduce(precision)) })
     }
 
     /// The [`HyperLogLog`] of the same precision and seed that observed the same items: its
@@ -462,7 +462,7 @@ impl UltraLogLog {
         if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
             return Err(DecodeError::InvalidField { field: "precision", reason: "outside 3..=26" });
         }
-        let core = Core::decode(&mut r, shape(precision))?;
+        let core = Boxed::new(Core::decode(&mut r, shape(precision))?);
         r.finish()?;
         Ok(Self { core })
     }
@@ -496,7 +496,7 @@ impl Mergeable for UltraLogLog {
     }
 
     fn empty_like(&self) -> Self {
-        Self { core: self.core.empty_like() }
+        Self { core: Boxed::new(self.core.empty_like()) }
     }
 }
 
