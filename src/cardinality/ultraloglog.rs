@@ -330,6 +330,7 @@ impl UltraLogLog {
     /// entries, one per distinct item (HyperLogLog's entries, which hold the register and
     /// update value at every precision), at most `3m/16` of them, so never more bytes than
     /// the `m` registers. It answers with the exact count, and turns dense by itself.
+    /// Precision 3 (8 bytes of registers, less than the smallest table) has no sparse mode.
     ///
     /// ```
     /// # use synopses::cardinality::UltraLogLog;
