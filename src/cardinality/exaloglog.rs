@@ -337,7 +337,7 @@ impl ExaLogLog {
     /// assert_eq!(ell.estimate(), 100.0);
     /// ell.observe_all(0..1000_u64);
     /// assert!(!ell.is_sparse());
-    /// assert!(!ExaLogLog::new(25)?.is_sparse());
+    /// assert!(!ExaLogLog::with_params(23, 4, 0, 0)?.is_sparse()); // 23 > 26 − t
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn is_sparse(&self) -> bool {
