@@ -55,6 +55,20 @@ impl Shape {
         (self.top_level() + 1) << self.t
     }
 
+    /// Calls `f` with this shape, its `t` and `d` as constants where they are known at compile
+    /// time: UltraLogLog's always, ExaLogLog's default `(2, 20)` after one predictable branch.
+    /// The per-item code inlined into `f` then folds them (8 fewer instructions per item, of
+    /// about 60, for ExaLogLog, measured with callgrind).
+    #[inline(always)]
+    pub(crate) fn with_constants<R: Cell, T>(self, f: impl FnOnce(Self) -> T) -> T {
+        let p = self.p;
+        match (R::FIXED, self.t, self.d) {
+            (Some((t, d)), ..) => f(Self { p, t, d }),
+            (None, 2, 20) => f(Self { p, t: 2, d: 20 }),
+            _ => f(self),
+        }
+    }
+
     fn history_mask(self) -> u64 {
         (1 << self.d) - 1
     }
@@ -174,13 +188,7 @@ impl Shape {
     #[inline]
     pub(crate) fn change_fixed(self, r: u64) -> u128 {
         if (self.t, self.d) == (0, 2) {
-            // UltraLogLog in closed form: ρ_k = 2^−k for every value below the largest,
-            // 65 − p, so the values above u weigh 2^−u, and the window's 2^−(u−1), 2^−(u−2).
-            let u = (r >> 2) as u32;
-            let tail = if u < self.max_value() { ONE >> u } else { 0 };
-            let below_1 = if u >= 2 && r & 2 == 0 { ONE >> (u - 1) } else { 0 };
-            let below_2 = if u >= 3 && r & 1 == 0 { ONE >> (u - 2) } else { 0 };
-            return tail + below_1 + below_2;
+            return self.ull_change_fixed(r);
         }
         let d = u32::from(self.d);
         let u = (r >> d) as u32;
@@ -205,6 +213,30 @@ impl Shape {
             }
             v = from - 1;
         }
+    }
+
+    /// [`change_fixed`](Self::change_fixed) of UltraLogLog, in closed form: `ρ_k = 2^−k` for
+    /// every value below the largest, `65 − p`, so the values above `u` weigh `2^−u`, and the
+    /// window's `2^−(u−1)`, `2^−(u−2)`.
+    #[inline(always)]
+    fn ull_change_fixed(self, r: u64) -> u128 {
+        let u = (r >> 2) as u32;
+        let tail = if u < self.max_value() { ONE >> u } else { 0 };
+        let below_1 = if u >= 2 && r & 2 == 0 { ONE >> (u - 1) } else { 0 };
+        let below_2 = if u >= 3 && r & 1 == 0 { ONE >> (u - 2) } else { 0 };
+        tail + below_1 + below_2
+    }
+
+    /// `change_fixed(old) − change_fixed(new)` of UltraLogLog, for a register raised from `old`
+    /// to `new`: by [`ULL_MASS`], two loads and a subtraction instead of twice the closed form
+    /// (about 90 instructions in 128 bits). The closed form remains for a saturated `new`
+    /// (whose table entry ignores that nothing lies above it).
+    #[inline(always)]
+    fn ull_lost(self, old: u64, new: u64) -> u128 {
+        if (new >> 2) as u32 >= self.max_value() {
+            return self.ull_change_fixed(old) - self.ull_change_fixed(new);
+        }
+        u128::from(ULL_MASS[old as usize & 255].wrapping_sub(ULL_MASS[new as usize & 255]))
     }
 
     /// The levels of `ρ`: level `j` has probability `ρ(j)` per value; levels `0..=L`.
@@ -484,6 +516,28 @@ const ULL_CHANGES: [u64; 256] = {
     table
 };
 
+/// For each UltraLogLog register byte, [`Shape::change_fixed`] modulo `2^64` as if the
+/// maximum were below the largest value (the closed form's tail, without its saturation
+/// test). The mass a change loses lies in `[0, 2^64)`, so the difference of two entries, in
+/// wrapping arithmetic, is exact (the empty register's `2^64` wraps to 0).
+const ULL_MASS: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut r = 0;
+    while r < 256 {
+        let u = r >> 2;
+        let mut mass = if u == 0 { 0 } else { 1u64 << (64 - u) };
+        if u >= 2 && r & 2 == 0 {
+            mass += 1 << (65 - u);
+        }
+        if u >= 3 && r & 1 == 0 {
+            mass += 1 << (66 - u);
+        }
+        table[r] = mass;
+        r += 1;
+    }
+    table
+};
+
 /// A register cell in memory: a byte for UltraLogLog, 32 bits for ExaLogLog.
 pub(crate) trait Cell: Copy + Default + PartialEq + std::fmt::Debug {
     /// `(t, d)` when every sketch of this cell has them (UltraLogLog's `(0, 2)`): constants
@@ -654,12 +708,7 @@ impl<R: Cell> Core<R> {
     #[inline]
     pub(crate) fn observe_hash_as(&mut self, shape: Shape, hash: u64) {
         debug_assert_eq!(shape, self.shape);
-        let p = shape.p;
-        match (R::FIXED, shape.t, shape.d) {
-            (Some((t, d)), ..) => self.observe_in(Shape { p, t, d }, hash),
-            (None, 2, 20) => self.observe_in(Shape { p, t: 2, d: 20 }, hash),
-            _ => self.observe_in(self.shape, hash),
-        }
+        shape.with_constants::<R, _>(|shape| self.observe_in(shape, hash));
     }
 
     /// Observes many hashes: the same updates as [`observe_hash_as`](Self::observe_hash_as) one by
@@ -672,12 +721,7 @@ impl<R: Cell> Core<R> {
             let Some(hash) = hashes.next() else { return };
             self.observe_hash_as(self.shape, hash);
         }
-        let p = self.shape.p;
-        match (R::FIXED, self.shape.t, self.shape.d) {
-            (Some((0, 2)), ..) => self.observe_dense(Shape { p, t: 0, d: 2 }, hashes),
-            (None, 2, 20) => self.observe_dense(Shape { p, t: 2, d: 20 }, hashes),
-            _ => self.observe_dense(self.shape, hashes),
-        }
+        self.shape.with_constants::<R, _>(|shape| self.observe_dense(shape, hashes));
     }
 
     #[inline(always)]
@@ -707,24 +751,41 @@ impl<R: Cell> Core<R> {
             _ => shape.leaves(old.get(), k),
         };
         if !unchanged {
-            self.update(shape, index, k);
+            // Of 10^6 distinct items, UltraLogLog changes a register for 2.8 % at p = 12 and
+            // 8.6 % at p = 14; ExaLogLog (2, 20) for 9.1 % and 25 % (HyperLogLog: 1.9 %, 5.9 %).
+            // UltraLogLog's update goes out of line, which keeps its loop small (criterion,
+            // 10^6 items: 2.15 and 3.23 ms at p = 12 and 14, against 2.57 and 3.74 inline);
+            // ExaLogLog's stays inline (out of line: 4.29 and 7.50 ms, against 4.07 and 7.03).
+            match R::FIXED {
+                Some(_) => self.update(shape, index, k),
+                None => self.update_in(shape, index, k),
+            }
         }
+    }
+
+    /// [`update_in`](Self::update_in) out of line (UltraLogLog's), `shape`'s constants
+    /// restored inside.
+    #[cold]
+    #[inline(never)]
+    fn update(&mut self, shape: Shape, index: usize, k: u32) {
+        shape.with_constants::<R, _>(|shape| self.update_in(shape, index, k));
     }
 
     /// Applies value `k`, which changes it, to register `index`: the path of the items that
     /// reach a register's window (most early in a stream, few later). The martingale adds the
     /// inverse of the probability of a change (Horvitz–Thompson), then the unseen mass follows
-    /// the register. Inlined, so that `shape`'s constants reach it too.
+    /// the register.
     #[inline(always)]
-    fn update(&mut self, shape: Shape, index: usize, k: u32) {
+    fn update_in(&mut self, shape: Shape, index: usize, k: u32) {
         let Some(slot) = self.registers.get_mut(index) else { return };
         let old = slot.get();
         let d = u32::from(shape.d);
         let u = (old >> d) as u32;
         let (new, lost) = if k > u {
             let (raised, new) = (k - u, shape.raised(old, k));
-            if u == 0 || raised > d || (shape.t, shape.d) == (0, 2) {
-                // (UltraLogLog's closed form is cheaper than the walk below.)
+            if (shape.t, shape.d) == (0, 2) {
+                (new, shape.ull_lost(old, new))
+            } else if u == 0 || raised > d {
                 (new, shape.change_fixed(old) - shape.change_fixed(new))
             } else {
                 // The maximum rose by `raised <= d` to k: the tail lost k and the values
@@ -1270,6 +1331,11 @@ mod tests {
                     let changes = shape.updated(r, k) != r;
                     assert_eq!(ULL_CHANGES[r as usize] >> k & 1 == 1, changes, "p {p} r {r} k {k}");
                     assert_eq!(!shape.leaves(r, k), changes, "p {p} r {r} k {k}");
+                    let new = shape.updated(r, k);
+                    if new >> 2 > r >> 2 {
+                        let lost = shape.change_fixed(r) - shape.change_fixed(new);
+                        assert_eq!(shape.ull_lost(r, new), lost, "p {p} r {r} k {k}");
+                    }
                 }
             }
         }
