@@ -180,7 +180,7 @@ impl ExaLogLog {
     /// assert!((ell.estimate() - 2.0).abs() < 0.01);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn observe<T: Hashable>(&mut self, item: T) {
         self.core.observe_hash(item.hash64(self.core.seed));
     }

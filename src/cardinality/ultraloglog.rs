@@ -162,7 +162,7 @@ impl UltraLogLog {
     /// assert!((ull.estimate() - 2.0).abs() < 0.01);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn observe<T: Hashable>(&mut self, item: T) {
         self.core.observe_hash(item.hash64(self.core.seed));
     }
