@@ -51,8 +51,11 @@ macro_rules! with_constants {
 }
 
 /// The configuration of a register array: precision `p` (`2^p` registers), `t` bits of
-/// sub-level and `d` bits of history.
+/// sub-level and `d` bits of history. Four-byte aligned, so that the per-item test for
+/// ExaLogLog's default `(t, d)` (see [`with_constants`]) is one load and one comparison (4 %
+/// off ExaLogLog's time per item late in a stream, measured with criterion).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(4))]
 pub(crate) struct Shape {
     pub(crate) p: u8,
     pub(crate) t: u8,
