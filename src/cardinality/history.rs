@@ -683,7 +683,7 @@ impl<R: Cell> Core<R> {
         if observed {
             let shape = self.shape;
             let (index, k) = sparse::entry_value(entry, u32::from(shape.p), u32::from(shape.t));
-            self.observe_value(shape, index, k);
+            self.observe_value(shape, index, k, false);
         } else {
             self.absorb_entry(entry);
         }
@@ -751,9 +751,14 @@ impl<R: Cell> Core<R> {
 
     #[inline(always)]
     fn observe_dense(&mut self, shape: Shape, hashes: impl Iterator<Item = u64>) {
+        // ExaLogLog's batch loop inlines its updates, which are frequent early in a stream
+        // (criterion, 10^6 items into a fresh sketch: 3.91 and 6.73 ms at p = 12 and 14,
+        // against 4.1–4.3 and 7.3–7.5 out of line); UltraLogLog's does not (2.34 and 3.57 ms
+        // inline, against 2.1–2.3 and 3.1–3.2).
+        let inline_update = R::FIXED.is_none();
         for hash in hashes {
             let (index, k) = shape.locate(hash);
-            self.observe_value(shape, index, k);
+            self.observe_value(shape, index, k, inline_update);
         }
     }
 
@@ -763,20 +768,20 @@ impl<R: Cell> Core<R> {
         if index >= self.registers.len() {
             return self.observe_sparse(hash);
         }
-        self.observe_value(shape, index, k);
+        self.observe_value(shape, index, k, false);
     }
 
     /// Observes value `k` at register `index`: the branch-free test, and the update for the
-    /// few values that change the register.
+    /// few values that change the register, inlined or [out of line](Self::update).
     #[inline(always)]
-    fn observe_value(&mut self, shape: Shape, index: usize, k: u32) {
+    fn observe_value(&mut self, shape: Shape, index: usize, k: u32, inline_update: bool) {
         let Some(&old) = self.registers.get(index) else { return };
         let unchanged = match R::FIXED {
             Some((0, 2)) => ULL_CHANGES[old.get() as usize & 255] >> k & 1 == 0,
             _ => shape.leaves(old.get(), k),
         };
         if !unchanged {
-            self.update(shape, index, k);
+            if inline_update { self.update_in(shape, index, k) } else { self.update(shape, index, k) }
         }
     }
 
