@@ -18,9 +18,10 @@
 //! `HyperLogLog` and DataSketches' HLL_4, HLL_6, HLL_8 and CPC at the same precision (`lg_k`),
 //! on the same data, with the timing model above: `observe_u64` (`N` items into a fresh
 //! sketch), `observe_u64_steady` (the same `N` items into a clone, made in setup, of a sketch
-//! that saw `N_STEADY` others: the per-item cost late in a long stream), `estimate` (each estimator of a sketch of `N` items: martingale, maximum
-//! likelihood, FGRA, and the estimate after a merge of two halves) and `merge` (two sketches of
-//! `N` different items each, at precision 12). Run them alone with
+//! that saw `N_STEADY` others: the per-item cost late in a long stream), `estimate` (each
+//! estimator of a sketch of `N` items: martingale, maximum likelihood, FGRA, and the estimate
+//! after a merge of two halves) and `merge` (two sketches of `N` different items each, at
+//! precision 12). Run them alone with
 //! `cargo bench --bench cardinality -- ull_ell`. Their accuracy at equal memory is
 //! `examples/per_byte.rs`.
 //!
@@ -31,6 +32,10 @@
 //! - `cardinality-estimator` 1.0 `CardinalityEstimator<T, WyHash, P, 6>` (wyhash).
 //! - `streaming_algorithms` 0.3 `HyperLogLog` (streaming `Xxh3` hasher, seed 0), `save`/`load`
 //!   (bincode) with its `serde` feature.
+//! - `ultraloglog` 0.1 (`crate_ultraloglog`, a port of hash4j's) and `exaloglog` 0.15
+//!   (`crate_exaloglog`, its packed `t = 2`, `d = 20` sketch), in the `ull_ell` groups: the other
+//!   Rust UltraLogLog and ExaLogLog. Both take a 64-bit hash (`add`, `add_hash`), their
+//!   documented fast path; they get the same xxh3 hash `synopses` computes.
 //! - `xxh3_floor`: no sketch, only `xxh3_64_with_seed` over the same bytes `synopses` hashes,
 //!   xor-folded into an accumulator: the cost of the hash alone.
 
@@ -49,7 +54,8 @@ use datasketches::hll::{HllSketch, HllType, HllUnion};
 use hyperloglogplus::{HyperLogLog as _, HyperLogLogPlus};
 use streaming_algorithms::HyperLogLog as SaHyperLogLog;
 use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
-use synopses::hash::DEFAULT_SEED;
+use synopses::hash::{DEFAULT_SEED, Hashable};
+use ultraloglog::Estimator as _;
 use wyhash::WyHash;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -147,6 +153,30 @@ fn ull(p: u8) -> UltraLogLog {
 
 fn ell(p: u8) -> ExaLogLog {
     ExaLogLog::new(p).expect("precision in range")
+}
+
+/// The `ultraloglog` crate's sketch, with the `Clone` that the bench helpers take (it has
+/// `copy` instead).
+struct CrateUll(ultraloglog::UltraLogLog);
+
+impl Clone for CrateUll {
+    fn clone(&self) -> Self {
+        Self(self.0.copy())
+    }
+}
+
+impl CrateUll {
+    fn new(p: u8) -> Self {
+        Self(ultraloglog::UltraLogLog::new(u32::from(p)).expect("precision in range"))
+    }
+
+    fn observe(&mut self, x: u64) {
+        self.0.add(x.hash64(DEFAULT_SEED));
+    }
+}
+
+fn crate_ell(p: u8) -> exaloglog::ExaLogLog {
+    exaloglog::ExaLogLog::new(u32::from(p))
 }
 
 fn ds_hll(p: u8, t: HllType) -> HllSketch {
@@ -578,6 +608,8 @@ fn bench_ull_ell_observe(c: &mut Criterion) {
         observe_all_case(&mut g, p, "ultraloglog_observe_all", items, || ull(p), |s, xs| s.observe_all(xs));
         observe_case(&mut g, p, "exaloglog", items, || ell(p), |s, x| s.observe(*x));
         observe_all_case(&mut g, p, "exaloglog_observe_all", items, || ell(p), |s, xs| s.observe_all(xs));
+        observe_case(&mut g, p, "crate_ultraloglog", items, || CrateUll::new(p), |s, x| s.observe(*x));
+        observe_case(&mut g, p, "crate_exaloglog", items, || crate_ell(p), |s, x| s.add_hash(x.hash64(DEFAULT_SEED)));
         observe_case(&mut g, p, "hyperloglog", items, || synopses_hll(p), |s, x| s.observe(*x));
         observe_all_case(&mut g, p, "hyperloglog_observe_all", items, || synopses_hll(p), |s, xs| s.observe_all(xs));
         for (name, t) in DS_HLL_TYPES {
@@ -616,6 +648,10 @@ fn bench_ull_ell_observe_steady(c: &mut Criterion) {
         observe_case(&mut g, p, "ultraloglog", items, || seen.clone(), |s, x| s.observe(*x));
         let seen = filled(history, || ell(p), |s, x| s.observe(x));
         observe_case(&mut g, p, "exaloglog", items, || seen.clone(), |s, x| s.observe(*x));
+        let seen = filled(history, || CrateUll::new(p), |s, x| s.observe(x));
+        observe_case(&mut g, p, "crate_ultraloglog", items, || seen.clone(), |s, x| s.observe(*x));
+        let seen = filled(history, || crate_ell(p), |s, x| s.add_hash(x.hash64(DEFAULT_SEED)));
+        observe_case(&mut g, p, "crate_exaloglog", items, || seen.clone(), |s, x| s.add_hash(x.hash64(DEFAULT_SEED)));
         let seen = filled(history, || synopses_hll(p), |s, x| s.observe(x));
         observe_case(&mut g, p, "hyperloglog", items, || seen.clone(), |s, x| s.observe(*x));
         for (name, t) in DS_HLL_TYPES {
@@ -637,6 +673,10 @@ struct Histories {
     ell_merged: ExaLogLog,
     hll: HyperLogLog,
     hll_merged: HyperLogLog,
+    crate_ull: CrateUll,
+    crate_ull_merged: CrateUll,
+    crate_ell: exaloglog::ExaLogLog,
+    crate_ell_merged: exaloglog::ExaLogLog,
     hll8: HllSketch,
     hll8_merged: HllSketch,
     cpc: CpcSketch,
@@ -664,6 +704,22 @@ fn histories(p: u8, items: &[u64]) -> Histories {
             |s, x| s.observe(x),
             |s, o| s.merge(o).expect("same config"),
         ),
+        crate_ull: filled(items, || CrateUll::new(p), |s, x| s.observe(x)),
+        crate_ull_merged: merged_halves(
+            halves,
+            || CrateUll::new(p),
+            |s, x| s.observe(x),
+            |s, o| {
+                s.0.add_sketch(&o.0).expect("same precision");
+            },
+        ),
+        crate_ell: filled(items, || crate_ell(p), |s, x| s.add_hash(x.hash64(DEFAULT_SEED))),
+        crate_ell_merged: merged_halves(
+            halves,
+            || crate_ell(p),
+            |s, x| s.add_hash(x.hash64(DEFAULT_SEED)),
+            |s, o| s.merge(o).expect("same precision"),
+        ),
         hll8: filled(items, || ds_hll(p, HllType::Hll8), |s, x| s.update(x)),
         hll8_merged: hll_union.to_sketch(HllType::Hll8),
         cpc: filled(items, || ds_cpc(p), |s, x| s.update(x)),
@@ -678,7 +734,8 @@ fn bench_ull_ell_estimate(c: &mut Criterion) {
     let h = histories(p, items);
     eprintln!(
         "ull_ell estimate inputs p{p} (truth {N}): ultraloglog martingale {:.0} ML {:.0} FGRA {:.0} merged {:.0}, \
-         exaloglog martingale {:.0} ML {:.0} merged {:.0}, hyperloglog {:.0} register {:.0} merged {:.0}, \
+         exaloglog martingale {:.0} ML {:.0} merged {:.0}, crate ultraloglog FGRA {:.0} ML {:.0} merged {:.0}, \
+         crate exaloglog martingale {:?} ML {:.0} merged {:.0}, hyperloglog {:.0} register {:.0} merged {:.0}, \
          datasketches hll8 HIP {:.0} composite {:.0} merged {:.0}, cpc HIP {:.0} merged (ICON) {:.0}",
         h.ull.estimate(),
         h.ull.register_estimate(MaximumLikelihood),
@@ -687,6 +744,12 @@ fn bench_ull_ell_estimate(c: &mut Criterion) {
         h.ell.estimate(),
         h.ell.register_estimate(),
         h.ell_merged.estimate(),
+        h.crate_ull.0.get_distinct_count_estimate(),
+        ultraloglog::MaximumLikelihoodEstimator.estimate(&h.crate_ull.0),
+        h.crate_ull_merged.0.get_distinct_count_estimate(),
+        h.crate_ell.estimate_martingale(),
+        h.crate_ell.estimate_ml(),
+        h.crate_ell_merged.estimate(),
         h.hll.estimate(),
         h.hll.register_estimate(),
         h.hll_merged.estimate(),
@@ -707,6 +770,17 @@ fn bench_ull_ell_estimate(c: &mut Criterion) {
     g.bench_function(id(&cfg, "exaloglog_martingale"), |b| b.iter(|| black_box(&h.ell).estimate()));
     g.bench_function(id(&cfg, "exaloglog_ml"), |b| b.iter(|| black_box(&h.ell).register_estimate()));
     g.bench_function(id(&cfg, "exaloglog_merged"), |b| b.iter(|| black_box(&h.ell_merged).estimate()));
+    g.bench_function(id(&cfg, "crate_ultraloglog_fgra"), |b| {
+        b.iter(|| black_box(&h.crate_ull).0.get_distinct_count_estimate())
+    });
+    g.bench_function(id(&cfg, "crate_ultraloglog_ml"), |b| {
+        b.iter(|| ultraloglog::MaximumLikelihoodEstimator.estimate(&black_box(&h.crate_ull).0))
+    });
+    g.bench_function(id(&cfg, "crate_exaloglog_martingale"), |b| {
+        b.iter(|| black_box(&h.crate_ell).estimate_martingale())
+    });
+    g.bench_function(id(&cfg, "crate_exaloglog_ml"), |b| b.iter(|| black_box(&h.crate_ell).estimate_ml()));
+    g.bench_function(id(&cfg, "crate_exaloglog_merged"), |b| b.iter(|| black_box(&h.crate_ell_merged).estimate()));
     g.bench_function(id(&cfg, "hyperloglog_martingale"), |b| b.iter(|| black_box(&h.hll).estimate()));
     g.bench_function(id(&cfg, "hyperloglog_register"), |b| b.iter(|| black_box(&h.hll).register_estimate()));
     g.bench_function(id(&cfg, "hyperloglog_merged"), |b| b.iter(|| black_box(&h.hll_merged).estimate()));
@@ -732,6 +806,12 @@ fn bench_ull_ell_merge(c: &mut Criterion) {
     merge_case(&mut g, id(&cfg, "exaloglog"), &left, &right, |t, o| t.merge(o).expect("same config"));
     let build = |items: &[u64]| filled(items, || synopses_hll(p), |s, x| s.observe(x));
     merge_case(&mut g, id(&cfg, "hyperloglog"), &build(l), &build(r), |t, o| t.merge(o).expect("same config"));
+    let build = |items: &[u64]| filled(items, || CrateUll::new(p), |s, x| s.observe(x));
+    merge_case(&mut g, id(&cfg, "crate_ultraloglog"), &build(l), &build(r), |t, o| {
+        t.0.add_sketch(&o.0).expect("same precision");
+    });
+    let build = |items: &[u64]| filled(items, || crate_ell(p), |s, x| s.add_hash(x.hash64(DEFAULT_SEED)));
+    merge_case(&mut g, id(&cfg, "crate_exaloglog"), &build(l), &build(r), |t, o| t.merge(o).expect("same precision"));
 
     for (name, t) in DS_HLL_TYPES {
         ds_hll_union_case(&mut g, id(&cfg, name), p, t, (l, r));

@@ -736,9 +736,10 @@ impl<R: Cell> Core<R> {
     }
 
     /// Observes many hashes: the same updates as [`observe_hash_as`](Self::observe_hash_as) one by
-    /// one. Once the sketch is dense, the loop has no sparse path: nothing in it can change
-    /// the shape or move the registers, so the compiler keeps them (and the caller's seed) in
-    /// registers instead of reloading them for each item.
+    /// one. Once the sketch is dense, the loop has no sparse path, and the shape's constants are
+    /// settled once for the whole batch. ExaLogLog's loop makes no call that reaches the
+    /// sketch, so nothing in it can change the shape or move the registers: the compiler keeps
+    /// them (and the caller's seed) in registers instead of reloading them for each item.
     #[inline]
     pub(crate) fn observe_hashes(&mut self, mut hashes: impl Iterator<Item = u64>) {
         while self.is_sparse() {
