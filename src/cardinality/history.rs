@@ -562,6 +562,13 @@ pub(crate) trait Cell: Copy + Default + PartialEq + std::fmt::Debug {
     fn get(self) -> u64;
     /// `v` fits: every register the shape makes has at most `shape.bits()` bits.
     fn put(v: u64) -> Self;
+
+    /// Each of `ours` becomes its [union](Shape::union) with the same register of `theirs`.
+    fn union_all(shape: Shape, ours: &mut [Self], theirs: &[Self]) {
+        for (a, b) in ours.iter_mut().zip(theirs) {
+            *a = Self::put(shape.union(a.get(), b.get()));
+        }
+    }
 }
 
 impl Cell for u8 {
@@ -574,6 +581,31 @@ impl Cell for u8 {
     fn put(v: u64) -> Self {
         v as u8
     }
+
+    /// UltraLogLog's union in byte arithmetic, the shift of the lower register's history by
+    /// the difference of the maxima (0, 1, 2, or more) written as a choice among constant
+    /// shifts, which the compiler vectorizes (merge at p = 12 in criterion, recount included:
+    /// 1.7 µs against 5.8 µs by the general union).
+    fn union_all(shape: Shape, ours: &mut [u8], theirs: &[u8]) {
+        debug_assert_eq!((shape.t, shape.d), (0, 2));
+        for (a, &b) in ours.iter_mut().zip(theirs) {
+            *a = ull_union(*a, b);
+        }
+    }
+}
+
+/// [`Shape::union`] of two UltraLogLog registers.
+#[inline]
+fn ull_union(a: u8, b: u8) -> u8 {
+    let (high, low) = (a.max(b), a.min(b));
+    let seen = (low & 3) | u8::from(low != 0) << 2;
+    let shifted = match (high >> 2) - (low >> 2) {
+        0 => seen,
+        1 => seen >> 1,
+        2 => seen >> 2,
+        _ => 0,
+    };
+    high | (shifted & 3)
 }
 
 impl Cell for u32 {
@@ -869,11 +901,7 @@ impl<R: Cell> Core<R> {
 
     /// How many registers hold each byte value (one-byte registers only).
     fn byte_histogram(&self) -> [u32; 256] {
-        let mut histogram = [0u32; 256];
-        for r in self.registers.iter() {
-            histogram[r.get() as usize & 255] += 1;
-        }
-        histogram
+        super::register_sums::histogram(&self.registers, |r| r.get() as usize & 255)
     }
 
     /// The number of (register, value) pairs known seen: each took a distinct item and a
@@ -926,10 +954,7 @@ impl<R: Cell> Core<R> {
             let ours = std::mem::replace(self, other.clone());
             ours.sparse.entries().for_each(|entry| self.add_entry(entry, false));
         } else {
-            let shape = self.shape;
-            for (a, b) in self.registers.iter_mut().zip(other.registers.iter()) {
-                *a = R::put(shape.union(a.get(), b.get()));
-            }
+            R::union_all(self.shape, &mut self.registers, &other.registers);
         }
         if !self.is_sparse() {
             self.recount();
@@ -1349,6 +1374,16 @@ mod tests {
                     reduced[to] = coarse.union(reduced[to], shape.reduced(r, i, coarse));
                 }
                 assert_eq!(reduced, direct, "{shape:?} to {coarse_p}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_ultraloglog_byte_union_is_the_union() {
+        let shape = Shape { p: 10, t: 0, d: 2 };
+        for a in 0..=255_u8 {
+            for b in 0..=255_u8 {
+                assert_eq!(u64::from(ull_union(a, b)), shape.union(a.into(), b.into()), "{a} {b}");
             }
         }
     }
