@@ -35,7 +35,10 @@
 //! - `ultraloglog` 0.1 (`crate_ultraloglog`, a port of hash4j's) and `exaloglog` 0.15
 //!   (`crate_exaloglog`, its packed `t = 2`, `d = 20` sketch), in the `ull_ell` groups: the other
 //!   Rust UltraLogLog and ExaLogLog. Both take a 64-bit hash (`add`, `add_hash`), their
-//!   documented fast path; they get the same xxh3 hash `synopses` computes.
+//!   documented fast path; they get the same xxh3 hash `synopses` computes. Neither does all the
+//!   work ours does per change: `ultraloglog` keeps no martingale, and `exaloglog`'s default
+//!   sketch (`new`) drops its martingale when its sparse form turns dense. Its `new_dense`
+//!   sketch keeps one (`crate_exaloglog_dense`), as ours do through the switch.
 //! - `xxh3_floor`: no sketch, only `xxh3_64_with_seed` over the same bytes `synopses` hashes,
 //!   xor-folded into an accumulator: the cost of the hash alone.
 
@@ -175,8 +178,23 @@ impl CrateUll {
     }
 }
 
-fn crate_ell(p: u8) -> exaloglog::ExaLogLog {
-    exaloglog::ExaLogLog::new(u32::from(p))
+/// The `exaloglog` crate's sketch: `sparse` from `new` (as its documentation starts), or
+/// dense from the start with `new_dense`, which keeps a martingale.
+#[derive(Clone)]
+struct CrateEll(exaloglog::ExaLogLog);
+
+impl CrateEll {
+    fn new(p: u8) -> Self {
+        Self(exaloglog::ExaLogLog::new(u32::from(p)))
+    }
+
+    fn dense(p: u8) -> Self {
+        Self(exaloglog::ExaLogLog::new_dense(u32::from(p)))
+    }
+
+    fn observe(&mut self, x: u64) {
+        self.0.add_hash(x.hash64(DEFAULT_SEED));
+    }
 }
 
 fn ds_hll(p: u8, t: HllType) -> HllSketch {
@@ -609,7 +627,8 @@ fn bench_ull_ell_observe(c: &mut Criterion) {
         observe_case(&mut g, p, "exaloglog", items, || ell(p), |s, x| s.observe(*x));
         observe_all_case(&mut g, p, "exaloglog_observe_all", items, || ell(p), |s, xs| s.observe_all(xs));
         observe_case(&mut g, p, "crate_ultraloglog", items, || CrateUll::new(p), |s, x| s.observe(*x));
-        observe_case(&mut g, p, "crate_exaloglog", items, || crate_ell(p), |s, x| s.add_hash(x.hash64(DEFAULT_SEED)));
+        observe_case(&mut g, p, "crate_exaloglog", items, || CrateEll::new(p), |s, x| s.observe(*x));
+        observe_case(&mut g, p, "crate_exaloglog_dense", items, || CrateEll::dense(p), |s, x| s.observe(*x));
         observe_case(&mut g, p, "hyperloglog", items, || synopses_hll(p), |s, x| s.observe(*x));
         observe_all_case(&mut g, p, "hyperloglog_observe_all", items, || synopses_hll(p), |s, xs| s.observe_all(xs));
         for (name, t) in DS_HLL_TYPES {
@@ -646,14 +665,19 @@ fn bench_ull_ell_observe_steady(c: &mut Criterion) {
     for p in PRECISIONS {
         let seen = filled(history, || ull(p), |s, x| s.observe(x));
         observe_case(&mut g, p, "ultraloglog", items, || seen.clone(), |s, x| s.observe(*x));
+        observe_all_case(&mut g, p, "ultraloglog_observe_all", items, || seen.clone(), |s, xs| s.observe_all(xs));
         let seen = filled(history, || ell(p), |s, x| s.observe(x));
         observe_case(&mut g, p, "exaloglog", items, || seen.clone(), |s, x| s.observe(*x));
+        observe_all_case(&mut g, p, "exaloglog_observe_all", items, || seen.clone(), |s, xs| s.observe_all(xs));
         let seen = filled(history, || CrateUll::new(p), |s, x| s.observe(x));
         observe_case(&mut g, p, "crate_ultraloglog", items, || seen.clone(), |s, x| s.observe(*x));
-        let seen = filled(history, || crate_ell(p), |s, x| s.add_hash(x.hash64(DEFAULT_SEED)));
-        observe_case(&mut g, p, "crate_exaloglog", items, || seen.clone(), |s, x| s.add_hash(x.hash64(DEFAULT_SEED)));
+        let seen = filled(history, || CrateEll::new(p), |s, x| s.observe(x));
+        observe_case(&mut g, p, "crate_exaloglog", items, || seen.clone(), |s, x| s.observe(*x));
+        let seen = filled(history, || CrateEll::dense(p), |s, x| s.observe(x));
+        observe_case(&mut g, p, "crate_exaloglog_dense", items, || seen.clone(), |s, x| s.observe(*x));
         let seen = filled(history, || synopses_hll(p), |s, x| s.observe(x));
         observe_case(&mut g, p, "hyperloglog", items, || seen.clone(), |s, x| s.observe(*x));
+        observe_all_case(&mut g, p, "hyperloglog_observe_all", items, || seen.clone(), |s, xs| s.observe_all(xs));
         for (name, t) in DS_HLL_TYPES {
             let seen = filled(history, || ds_hll(p, t), |s, x| s.update(x));
             observe_case(&mut g, p, name, items, || seen.clone(), |s, x| s.update(*x));
@@ -675,8 +699,8 @@ struct Histories {
     hll_merged: HyperLogLog,
     crate_ull: CrateUll,
     crate_ull_merged: CrateUll,
-    crate_ell: exaloglog::ExaLogLog,
-    crate_ell_merged: exaloglog::ExaLogLog,
+    crate_ell: CrateEll,
+    crate_ell_merged: CrateEll,
     hll8: HllSketch,
     hll8_merged: HllSketch,
     cpc: CpcSketch,
@@ -713,12 +737,13 @@ fn histories(p: u8, items: &[u64]) -> Histories {
                 s.0.add_sketch(&o.0).expect("same precision");
             },
         ),
-        crate_ell: filled(items, || crate_ell(p), |s, x| s.add_hash(x.hash64(DEFAULT_SEED))),
+        // Dense from the start, so that it has a martingale to read.
+        crate_ell: filled(items, || CrateEll::dense(p), |s, x| s.observe(x)),
         crate_ell_merged: merged_halves(
             halves,
-            || crate_ell(p),
-            |s, x| s.add_hash(x.hash64(DEFAULT_SEED)),
-            |s, o| s.merge(o).expect("same precision"),
+            || CrateEll::new(p),
+            |s, x| s.observe(x),
+            |s, o| s.0.merge(&o.0).expect("same precision"),
         ),
         hll8: filled(items, || ds_hll(p, HllType::Hll8), |s, x| s.update(x)),
         hll8_merged: hll_union.to_sketch(HllType::Hll8),
@@ -747,9 +772,9 @@ fn bench_ull_ell_estimate(c: &mut Criterion) {
         h.crate_ull.0.get_distinct_count_estimate(),
         ultraloglog::MaximumLikelihoodEstimator.estimate(&h.crate_ull.0),
         h.crate_ull_merged.0.get_distinct_count_estimate(),
-        h.crate_ell.estimate_martingale(),
-        h.crate_ell.estimate_ml(),
-        h.crate_ell_merged.estimate(),
+        h.crate_ell.0.estimate_martingale(),
+        h.crate_ell.0.estimate_ml(),
+        h.crate_ell_merged.0.estimate(),
         h.hll.estimate(),
         h.hll.register_estimate(),
         h.hll_merged.estimate(),
@@ -777,10 +802,9 @@ fn bench_ull_ell_estimate(c: &mut Criterion) {
         b.iter(|| ultraloglog::MaximumLikelihoodEstimator.estimate(&black_box(&h.crate_ull).0))
     });
     g.bench_function(id(&cfg, "crate_exaloglog_martingale"), |b| {
-        b.iter(|| black_box(&h.crate_ell).estimate_martingale())
+        b.iter(|| black_box(&h.crate_ell).0.estimate_martingale())
     });
-    g.bench_function(id(&cfg, "crate_exaloglog_ml"), |b| b.iter(|| black_box(&h.crate_ell).estimate_ml()));
-    g.bench_function(id(&cfg, "crate_exaloglog_merged"), |b| b.iter(|| black_box(&h.crate_ell_merged).estimate()));
+    g.bench_function(id(&cfg, "crate_exaloglog_ml"), |b| b.iter(|| black_box(&h.crate_ell).0.estimate_ml()));
     g.bench_function(id(&cfg, "hyperloglog_martingale"), |b| b.iter(|| black_box(&h.hll).estimate()));
     g.bench_function(id(&cfg, "hyperloglog_register"), |b| b.iter(|| black_box(&h.hll).register_estimate()));
     g.bench_function(id(&cfg, "hyperloglog_merged"), |b| b.iter(|| black_box(&h.hll_merged).estimate()));
@@ -810,8 +834,10 @@ fn bench_ull_ell_merge(c: &mut Criterion) {
     merge_case(&mut g, id(&cfg, "crate_ultraloglog"), &build(l), &build(r), |t, o| {
         t.0.add_sketch(&o.0).expect("same precision");
     });
-    let build = |items: &[u64]| filled(items, || crate_ell(p), |s, x| s.add_hash(x.hash64(DEFAULT_SEED)));
-    merge_case(&mut g, id(&cfg, "crate_exaloglog"), &build(l), &build(r), |t, o| t.merge(o).expect("same precision"));
+    let build = |items: &[u64]| filled(items, || CrateEll::new(p), |s, x| s.observe(x));
+    merge_case(&mut g, id(&cfg, "crate_exaloglog"), &build(l), &build(r), |t, o| {
+        t.0.merge(&o.0).expect("same precision");
+    });
 
     for (name, t) in DS_HLL_TYPES {
         ds_hll_union_case(&mut g, id(&cfg, name), p, t, (l, r));

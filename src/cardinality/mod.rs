@@ -209,8 +209,9 @@
 //!   sketches, millions of them): the least memory for a given error, and counts up to the
 //!   limit of a 64-bit hash (about `2^64` distinct items). Its registers take 4 bytes in
 //!   memory (3.5 encoded); its updates take 1.5–1.6 times HyperLogLog's time late in a
-//!   stream and 2.1–2.9 times early on, when a quarter of the items change a register; its
-//!   estimate after a merge is a pass over the registers (about 10 µs at p = 12).
+//!   stream and 2.1–2.9 times early on (at p = 14, a quarter of the first 10^6 items change a
+//!   register); its estimate after a merge is a pass over the registers (about 10 µs at
+//!   p = 12).
 //! * **[`UltraLogLog`]** when you want HyperLogLog's simplicity (one byte per register,
 //!   updates in HyperLogLog's time late in a stream, 1.1–1.3 times early on) with 27 % less
 //!   error, or need to hand HyperLogLog sketches to other code.

@@ -123,10 +123,7 @@ fn sigma(z: f64) -> f64 {
 /// `2^64` distinct items) are not applied: those registers count as unsaturated ones.
 pub(crate) fn fgra(core: &Core<u8>) -> f64 {
     let m = core.shape.registers() as f64;
-    let mut histogram = [0u32; 256];
-    for &r in core.registers.iter() {
-        histogram[usize::from(r)] += 1;
-    }
+    let histogram = core.byte_histogram();
     let count = |r: usize| f64::from(histogram[r]);
     let (c0, c4, c8, c10) = (count(0), count(4), count(8), count(10));
     if c0 == m {
