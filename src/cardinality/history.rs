@@ -18,7 +18,7 @@
 //! and the martingale both read the probability mass of the values *known not seen*, kept
 //! here exactly in 64.64 fixed point (every `ρ_k` is a power of two of at least `2^−(64−p)`).
 
-use super::estimators::pow2;
+use super::estimators::{pow2, wide_to_f64};
 use super::optimal;
 use super::sparse::{self, Sparse};
 use crate::core::{Bounds, Confidence, DecodeError};
@@ -504,12 +504,6 @@ impl Tally {
     }
 }
 
-/// Converts a 128-bit fixed-point sum to `f64` from its two 64-bit halves (within an ulp).
-#[inline]
-pub(crate) fn wide_to_f64(x: u128) -> f64 {
-    ((x >> 64) as u64 as f64) * pow2(64) + (x as u64 as f64)
-}
-
 /// For each UltraLogLog register byte `4u + h`, the values `k` (as bits) that would change
 /// it: every `k > u`, and `u − 1`, `u − 2` while unseen. One load and a shift then decide an
 /// item without a branch the predictor must guess (changes only are unpredictable).
@@ -750,8 +744,8 @@ impl<R: Cell> Core<R> {
     }
 
     /// Observes one hash. The shape's `t` and `d` reach the per-item code as constants for
-    /// UltraLogLog and for ExaLogLog's default `(2, 20)` (8 fewer instructions per item, of
-    /// about 60, measured with callgrind), and as variables otherwise. `shape` is this
+    /// UltraLogLog and for ExaLogLog's default `(2, 20)` (see [`with_constants`]), and as
+    /// variables otherwise. `shape` is this
     /// sketch's, read by the caller (see [`Boxed`]).
     #[inline(always)]
     pub(crate) fn observe_hash_as(&mut self, shape: Shape, hash: u64) {
