@@ -5,7 +5,9 @@
 //! A merge is a byte-wise maximum (about 0.3 µs at 16 Ki registers), after which the
 //! aggregates must be recounted. A scalar histogram takes about 3.5 µs there; on x86-64 CPUs
 //! with AVX2 the vector path below takes about 0.8 µs, which is what brings a merge at
-//! precision 14 under 2 µs. Both give the same exact integers; the tests compare them.
+//! precision 14 under 2 µs. Both give the same exact integers; the tests compare them. The
+//! scalar path's [`histogram`] serves UltraLogLog's byte registers too (its recount after a
+//! merge, and its FGRA estimator).
 
 /// `(zeros, saturated, Σ 2^(64 − r) over registers r < saturated_rank)` of `registers`,
 /// every register being at most 63.
