@@ -173,6 +173,22 @@ fn algebra_laws<S: Subject>(empty: &S, a: &[u64], b: &[u64], c: &[u64], idempote
     Ok(())
 }
 
+/// Inside a proptest: a fresh `$sketch` fed `$parts` through `observe_all` holds the state, and
+/// gives the estimate and the martingale bit for bit, of one fed the same items one by one.
+macro_rules! batch_equals_one_by_one {
+    ($sketch:expr, $parts:expr) => {{
+        let mut batch = $sketch;
+        let mut single = batch.clone();
+        for part in $parts {
+            batch.observe_all(part);
+            part.iter().for_each(|x| single.observe(x));
+        }
+        prop_assert_eq!(&batch, &single);
+        prop_assert_eq!(batch.estimate().to_bits(), single.estimate().to_bits());
+        prop_assert_eq!(batch.martingale_estimate().map(f64::to_bits), single.martingale_estimate().map(f64::to_bits));
+    }};
+}
+
 fn items() -> impl Strategy<Value = Vec<u64>> {
     // A small domain gives repeats; lengths reach both modes at every tested precision.
     prop::collection::vec(0..3000_u64, 0..1500)
@@ -433,15 +449,7 @@ proptest! {
     /// across the sparse → dense switch and from a non-empty start.
     #[test]
     fn observe_all_equals_one_by_one(p in 4_u8..=10, head in items(), tail in items()) {
-        let mut batch = HyperLogLog::new(p).unwrap();
-        let mut single = batch.clone();
-        for part in [&head, &tail] {
-            batch.observe_all(part);
-            part.iter().for_each(|x| single.observe(x));
-        }
-        prop_assert_eq!(&batch, &single);
-        prop_assert_eq!(batch.estimate().to_bits(), single.estimate().to_bits());
-        prop_assert_eq!(batch.martingale_estimate().map(f64::to_bits), single.martingale_estimate().map(f64::to_bits));
+        batch_equals_one_by_one!(HyperLogLog::new(p).unwrap(), [&head, &tail]);
 
         let mut batch = FlajoletMartin::new(1 << (p - 4)).unwrap();
         let mut single = batch.clone();
@@ -454,25 +462,9 @@ proptest! {
     /// branch): every shape kind, the constant ones and a run-time one.
     #[test]
     fn history_observe_all_equals_one_by_one(p in 3_u8..=10, t in 0_u8..=4, head in items(), tail in items()) {
-        let mut batch = UltraLogLog::new(p).unwrap();
-        let mut single = batch.clone();
-        for part in [&head, &tail] {
-            batch.observe_all(part);
-            part.iter().for_each(|x| single.observe(x));
-        }
-        prop_assert_eq!(&batch, &single);
-        prop_assert_eq!(batch.estimate().to_bits(), single.estimate().to_bits());
-        prop_assert_eq!(batch.martingale_estimate().map(f64::to_bits), single.martingale_estimate().map(f64::to_bits));
+        batch_equals_one_by_one!(UltraLogLog::new(p).unwrap(), [&head, &tail]);
         for (t, d) in [(2, 20), (t, 26 - t), (t, 0)] {
-            let mut batch = ExaLogLog::with_params(p, t, d, 3).unwrap();
-            let mut single = batch.clone();
-            for part in [&head, &tail] {
-                batch.observe_all(part);
-                part.iter().for_each(|x| single.observe(x));
-            }
-            prop_assert_eq!(&batch, &single);
-            prop_assert_eq!(batch.estimate().to_bits(), single.estimate().to_bits());
-            prop_assert_eq!(batch.martingale_estimate().map(f64::to_bits), single.martingale_estimate().map(f64::to_bits));
+            batch_equals_one_by_one!(ExaLogLog::with_params(p, t, d, 3).unwrap(), [&head, &tail]);
         }
     }
 

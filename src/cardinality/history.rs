@@ -1037,8 +1037,7 @@ impl<R: Cell> Core<R> {
             w.put_f64(x);
         }
         if self.is_sparse() {
-            w.put_u32(self.sparse.len() as u32);
-            self.sparse.sorted_entries().into_iter().for_each(|e| w.put_u32(e));
+            self.sparse.encode(w);
             return;
         }
         let bits = self.shape.bits();
@@ -1063,27 +1062,8 @@ impl<R: Cell> Core<R> {
         if Self::limit(shape) == 0 {
             return Err(DecodeError::InvalidField { field: "flags", reason: "this shape has no sparse mode" });
         }
-        let n = r.u32()? as usize;
-        if n > Self::limit(shape) {
-            return Err(DecodeError::InvalidField {
-                field: "sparse count",
-                reason: "more entries than the sparse mode holds",
-            });
-        }
-        r.expect_items(n, 4)?;
         let mut core = Self::new(shape, seed);
-        let mut previous = 0u32;
-        for _ in 0..n {
-            let entry = r.u32()?;
-            if entry <= previous || !sparse::is_valid_entry(entry) {
-                return Err(DecodeError::InvalidField {
-                    field: "sparse entries",
-                    reason: "not ascending valid entries",
-                });
-            }
-            previous = entry;
-            core.add_entry(entry, false);
-        }
+        sparse::decode_entries(r, Self::limit(shape), |entry| core.add_entry(entry, false))?;
         Ok(core)
     }
 

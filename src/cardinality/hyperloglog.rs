@@ -569,10 +569,7 @@ impl HyperLogLog {
             w.put_f64(x);
         }
         match &self.repr {
-            Repr::Sparse(sparse) => {
-                w.put_u32(sparse.len() as u32);
-                sparse.sorted_entries().into_iter().for_each(|e| w.put_u32(e));
-            }
+            Repr::Sparse(sparse) => sparse.encode(&mut w),
             Repr::Dense(dense) => {
                 let out = w.put_zeroed(dense.registers.len() / 4 * 3);
                 // Eight registers to six bytes at a time (m is a multiple of 8).
@@ -649,26 +646,8 @@ impl HyperLogLog {
             d.agg.martingale = martingale;
             hll.repr = Repr::Dense(d);
         } else {
-            let n = r.u32()? as usize;
-            if n > hll.sparse_limit() {
-                return Err(DecodeError::InvalidField {
-                    field: "sparse count",
-                    reason: "more entries than the sparse mode holds",
-                });
-            }
-            r.expect_items(n, 4)?;
-            let mut previous = 0u32;
-            for _ in 0..n {
-                let e = r.u32()?;
-                if e <= previous || !sparse::is_valid_entry(e) {
-                    return Err(DecodeError::InvalidField {
-                        field: "sparse entries",
-                        reason: "not ascending valid entries",
-                    });
-                }
-                previous = e;
-                hll.add_entry(e, false);
-            }
+            let limit = hll.sparse_limit();
+            sparse::decode_entries(&mut r, limit, |e| hll.add_entry(e, false))?;
         }
         r.finish()?;
         Ok(hll)

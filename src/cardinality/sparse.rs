@@ -17,7 +17,8 @@
 //! geometric rank, whose values coincide with probability `Σ 4^−j = 1/3`).
 
 use super::estimators::pow2;
-use crate::core::{Bounds, Confidence};
+use crate::codec::{Reader, Writer};
+use crate::core::{Bounds, Confidence, DecodeError};
 
 /// Hash bits an entry keeps above its rank: the top `26 − t` and the low `t`.
 pub(crate) const SPARSE_BITS: u32 = 26;
@@ -172,8 +173,38 @@ impl Sparse {
         out
     }
 
+    /// Writes the sparse part of an encoding: the count (u32), then the entries ascending.
+    pub(crate) fn encode(&self, w: &mut Writer) {
+        w.put_u32(self.len() as u32);
+        self.sorted_entries().into_iter().for_each(|e| w.put_u32(e));
+    }
+
     /// Whether both hold the same entries.
     pub(crate) fn same_entries(&self, other: &Self) -> bool {
         self.len == other.len && self.entries().all(|e| other.contains(e))
     }
+}
+
+/// Reads what [`Sparse::encode`] wrote, validating it before anything is kept: no more than
+/// `limit` entries (checked against the bytes left too, before the loop), ascending, each one
+/// [`entry`] can make. `add` takes each entry in turn.
+pub(crate) fn decode_entries(r: &mut Reader<'_>, limit: usize, mut add: impl FnMut(u32)) -> Result<(), DecodeError> {
+    let n = r.u32()? as usize;
+    if n > limit {
+        return Err(DecodeError::InvalidField {
+            field: "sparse count",
+            reason: "more entries than the sparse mode holds",
+        });
+    }
+    r.expect_items(n, 4)?;
+    let mut previous = 0u32;
+    for _ in 0..n {
+        let entry = r.u32()?;
+        if entry <= previous || !is_valid_entry(entry) {
+            return Err(DecodeError::InvalidField { field: "sparse entries", reason: "not ascending valid entries" });
+        }
+        previous = entry;
+        add(entry);
+    }
+    Ok(())
 }
