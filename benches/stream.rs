@@ -50,7 +50,7 @@ where
     let items = items();
     // Cloned in the setup, so that the parts' pages are touched there (fresh allocations
     // page-fault during the timed run, which on this virtual machine costs more than the work).
-    let template = Partitioned::new(proto, partitioner);
+    let template = Partitioned::new(proto, partitioner).expect("parts that fit in memory");
     g.bench_function(name, |b| {
         b.iter_batched(
             || template.clone(),

@@ -577,7 +577,13 @@ fn horvitz_thompson(seeds: usize) -> Result<Vec<Csv>, Box<dyn Error>> {
                 } else {
                     shedder.offer_slice(block);
                 }
-                shedder.control(Load { offered: 0, elapsed: 1.0, queue_len: 0, cost_per_item: 0.0, queue_delay: 0.0 });
+                shedder.control(Load {
+                    offered: 0,
+                    elapsed: 1.0,
+                    queue_len: 0,
+                    cost_per_item: 0.0,
+                    queue_delay: 0.0,
+                })?;
             }
             let ht = shedder.inner();
             kept += ht.kept();

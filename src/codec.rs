@@ -384,11 +384,6 @@ impl<'a> Reader<'a> {
         self.u64().map(f64::from_bits)
     }
 
-    /// Decodes one [`Item`].
-    pub(crate) fn item<T: Item>(&mut self) -> Result<T, DecodeError> {
-        self.item_and_bytes().map(|(item, _)| item)
-    }
-
     /// Decodes one [`Item`], and returns the bytes it was decoded from too.
     pub(crate) fn item_and_bytes<T: Item>(&mut self) -> Result<(T, &'a [u8]), DecodeError> {
         let (item, used) = T::decode(self.rest)

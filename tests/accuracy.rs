@@ -1088,7 +1088,7 @@ fn partitioned_reservoirs_are_uniform() {
     let mut counts = Inclusions::new(n);
     for t in 0..trials {
         let proto = Reservoir::new(k, 0x9A27_0000 + t).unwrap();
-        let mut parts = Partitioned::new(&proto, PartialKeyGrouping::new(4).unwrap());
+        let mut parts = Partitioned::new(&proto, PartialKeyGrouping::new(4).unwrap()).unwrap();
         (0..n).for_each(|i| parts.observe(i));
         counts.add(&parts.merged().unwrap().into_vec());
     }

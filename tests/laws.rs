@@ -1006,20 +1006,20 @@ mod partitioned {
         P: Partitioner + Send + Sync,
     {
         let sequential = observed(proto, items);
-        let mut one = Partitioned::new(proto, partitioner.clone());
+        let mut one = Partitioned::new(proto, partitioner.clone()).unwrap();
         items.iter().for_each(|&x| one.observe(x));
         prop_assert_eq!(&one.merged().unwrap(), &sequential);
-        let mut batch = Partitioned::new(proto, partitioner.clone());
+        let mut batch = Partitioned::new(proto, partitioner.clone()).unwrap();
         batch.observe_slice(items);
         prop_assert_eq!(&batch.merged().unwrap(), &sequential);
         prop_assert_eq!(batch.partitioner().loads(), one.partitioner().loads());
         #[cfg(feature = "rayon")]
         {
-            let mut parallel = Partitioned::new(proto, partitioner.clone());
+            let mut parallel = Partitioned::new(proto, partitioner.clone()).unwrap();
             parallel.par_observe(items);
             prop_assert_eq!(&parallel.merged().unwrap(), &sequential);
             prop_assert_eq!(parallel.partitioner().loads().iter().sum::<u64>(), items.len() as u64);
-            let mut chunked = Partitioned::new(proto, partitioner);
+            let mut chunked = Partitioned::new(proto, partitioner).unwrap();
             chunked.par_observe_iter(items.iter().copied());
             prop_assert_eq!(&chunked.merged().unwrap(), &sequential);
         }
@@ -1062,7 +1062,7 @@ fn shuffle_blocks_continue_the_round_robin() -> Result<(), Box<dyn std::error::E
     let items: Vec<u64> = (0..40).collect();
     let proto = HyperLogLog::new(8)?;
     let mut one_by_one = ShuffleGrouping::new(3)?;
-    let mut parallel = Partitioned::new(&proto, ShuffleGrouping::new(3)?);
+    let mut parallel = Partitioned::new(&proto, ShuffleGrouping::new(3)?)?;
     let mut start = 0;
     for size in [5, 7, 1, 1, 0, 2, 11, 13] {
         let block = &items[start..start + size];
@@ -1109,7 +1109,7 @@ fn items_routed_out_of_range_are_dropped() -> Result<(), Box<dyn std::error::Err
     let proto = HyperLogLog::new(8)?;
     let items: Vec<u64> = (0..1000).collect();
     for workers in [1, 3, 40] {
-        let mut parts = Partitioned::new(&proto, Beyond(vec![0; workers]));
+        let mut parts = Partitioned::new(&proto, Beyond(vec![0; workers]))?;
         items.iter().for_each(|&x| parts.observe(x));
         parts.observe_slice(&items);
         #[cfg(feature = "rayon")]
@@ -1133,7 +1133,7 @@ fn partitions_behind_load_shedders_equal_one_pass() -> Result<(), Box<dyn std::e
         whole.offer(x);
     });
     for workers in [1, 2, 4, 8] {
-        let mut parts = Partitioned::new(&proto, PartialKeyGrouping::new(workers)?);
+        let mut parts = Partitioned::new(&proto, PartialKeyGrouping::new(workers)?)?;
         parts.observe_slice(&items);
         let merged = parts.merged()?;
         assert_eq!(merged.inner(), whole.inner(), "{workers} workers");

@@ -558,7 +558,9 @@ fn helpers_reproduce_real_encodings() -> TestResult {
     for p in [4u8, 5, 12, 18] {
         let m = 1usize << p;
         let registers: Vec<u8> = (0..m).map(|i| (i % usize::from(66 - p)) as u8).collect();
-        for martingale in [None, Some(1e6)] {
+        // A martingale a sketch of these registers can have: above the registers set.
+        let set = registers.iter().filter(|&&r| r > 0).count() as f64;
+        for martingale in [None, Some(set * 1.5)] {
             let bytes = hll_dense(p, 1, martingale, &registers);
             let hll = HyperLogLog::from_bytes(&bytes)?;
             assert!(!hll.is_sparse());
@@ -622,10 +624,55 @@ fn a_martingale_that_is_not_a_finite_count_is_an_invalid_field() -> TestResult {
     // A dense encoding with no register set is no state a sketch can reach.
     let r = HyperLogLog::from_bytes(&hll_dense(10, 0, None, &vec![0u8; 1 << 10]));
     assert!(is_invalid_field(&r, "registers"), "all-zero dense registers: {r:?}");
-    for x in [1024.0, 1e300, f64::MAX] {
+    for x in [1024.0, 2000.0] {
         let hll = HyperLogLog::from_bytes(&hll_dense(10, 0, Some(x), &registers))?;
         assert_eq!(hll.martingale_estimate(), Some(x));
         assert_eq!(hll.estimate(), x);
+    }
+    Ok(())
+}
+
+/// A martingale above what its registers allow (the audit's example: `f64::MAX` over
+/// registers that say about 10^5) is rejected. Each change of a register adds `m·2^64` over
+/// the unseen mass before it, which was at least the mass now: with every register at 1 at
+/// precision 10 that is at most 2 per change, at most 1024 changes, after a start of at most
+/// the sparse limit (192), so nothing above 2240.
+#[test]
+fn a_martingale_above_the_registers_is_rejected() -> TestResult {
+    let registers = vec![1u8; 1 << 10];
+    for x in [2300.0, 1e6, 1e300, f64::MAX] {
+        let r = HyperLogLog::from_bytes(&hll_dense(10, 0, Some(x), &registers));
+        assert!(is_invalid_field(&r, "martingale"), "martingale {x}: {r:?}");
+    }
+    // A real sketch of 10^5 items, its martingale replaced by f64::MAX.
+    let mut real = HyperLogLog::new(12)?;
+    real.observe_all(0..100_000_u64);
+    let mut bytes = real.to_bytes();
+    bytes[14..22].copy_from_slice(&f64::MAX.to_le_bytes());
+    let bytes = envelope(HLL, &bytes[4..bytes.len() - 8]);
+    assert!(is_invalid_field(&HyperLogLog::from_bytes(&bytes), "martingale"));
+    for ull in [true, false] {
+        let (family, bytes) = if ull {
+            let mut s = UltraLogLog::new(12)?;
+            s.observe_all(0..100_000_u64);
+            (ULL, s.to_bytes())
+        } else {
+            let mut s = ExaLogLog::new(12)?;
+            s.observe_all(0..100_000_u64);
+            (ELL, s.to_bytes())
+        };
+        // The martingale follows the precision (and ExaLogLog's t, d and flags) and the seed.
+        let at = if ull { 4 + 2 + 8 } else { 4 + 4 + 8 };
+        let mut body = bytes[4..bytes.len() - 8].to_vec();
+        let real: f64 = f64::from_le_bytes(body[at - 4..at + 4].try_into()?);
+        assert!((real / 100_000.0 - 1.0).abs() < 0.1, "{real}");
+        body[at - 4..at + 4].copy_from_slice(&f64::MAX.to_le_bytes());
+        let r = if ull {
+            UltraLogLog::from_bytes(&envelope(family, &body)).map(|_| ())
+        } else {
+            ExaLogLog::from_bytes(&envelope(family, &body)).map(|_| ())
+        };
+        assert!(is_invalid_field(&r, "martingale"), "{r:?}");
     }
     Ok(())
 }
@@ -1543,6 +1590,10 @@ fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
         ("a 32-bit width", cbf_body(16, 32, 3, 0, 0, &[0; 8]), "counter width"),
         ("a bit past the last counter", cbf_body(20, 4, 3, 0, 0, &[0, 1 << 16]), "counters"),
         ("the last spare bit", cbf_body(1, 16, 3, 0, 0, &[1 << 63]), "counters"),
+        // The audit's example: no items, counters set (none saturated: each insertion added
+        // exactly k = 3 to the counters, each removal took 3 away).
+        ("no items, counters set", cbf_body(16, 4, 3, 0, 0, &[0x111]), "items"),
+        ("counters short of k times the items", cbf_body(16, 4, 3, 0, 2, &[0x111]), "items"),
     ] {
         let r = CountingBloom::from_bytes(&envelope(CBF, &body));
         assert!(is_invalid_field(&r, field), "{what}: {r:?}");
@@ -1556,6 +1607,13 @@ fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
         Err(DecodeError::TrailingBytes(8))
     );
     assert!(matches!(Bloom::from_bytes(&control.to_bytes()), Err(DecodeError::WrongFamily { expected: 4, found: 6 })));
+    // Saturated counters break the count (a saturated item removed as often as it went in
+    // leaves them set), so with one the items are not checked against them.
+    let mut saturated = CountingBloom::with_params(20, 3, CounterWidth::Four, 0)?;
+    (0..20).for_each(|_| saturated.observe_hash(5));
+    (0..20).for_each(|_| saturated.remove_hash(5).expect("a member"));
+    assert_eq!((saturated.items(), saturated.saturated_counters() > 0), (0, true));
+    assert_eq!(CountingBloom::from_bytes(&saturated.to_bytes())?, saturated);
     Ok(())
 }
 
@@ -1786,6 +1844,27 @@ fn sampler_crafted_invalid_fields_are_rejected() -> TestResult {
     // A priority key is U/w with U < 1: a key above 1/w is impossible.
     let r = PrioritySample::<u64>::from_bytes(&envelope(PRIO, &weighted_body(2, 4.0, 1, &[(0.5, 1, 4.0)])));
     assert!(is_invalid_field(&r, "keys"), "{r:?}");
+    // The audit's example: keys of 0 (a threshold of +∞, a subset sum of 0 for a total of
+    // 2). U is at least 2^-53, so U/w is 0 only for weights near f64::MAX.
+    let zeros = weighted_body(1, 2.0, 2, &[(0.0, 1, 1.0), (0.0, 2, 1.0)]);
+    assert!(is_invalid_field(&PrioritySample::<u64>::from_bytes(&envelope(PRIO, &zeros)), "keys"));
+    let below = weighted_body(1, 2.0, 1, &[(1e-17, 1, 1.0)]);
+    assert!(is_invalid_field(&PrioritySample::<u64>::from_bytes(&envelope(PRIO, &below)), "keys"));
+    let huge = weighted_body(1, f64::MAX, 1, &[(0.0, 1, f64::MAX)]);
+    assert!(PrioritySample::<u64>::from_bytes(&envelope(PRIO, &huge)).is_ok());
+    // A weighted key is E/w with E below 37.
+    let r = WeightedReservoir::<u64>::from_bytes(&envelope(WRES, &weighted_body(2, 4.0, 1, &[(20.0, 1, 4.0)])));
+    assert!(is_invalid_field(&r, "keys"), "{r:?}");
+    // The audit's example: a total weight below the sampled weights.
+    for family in [WRES, PRIO] {
+        let body = weighted_body(2, 3.0, 2, &[(0.01, 1, 2.0), (0.02, 2, 2.0)]);
+        let r = if family == WRES {
+            WeightedReservoir::<u64>::from_bytes(&envelope(family, &body)).map(|_| ())
+        } else {
+            PrioritySample::<u64>::from_bytes(&envelope(family, &body)).map(|_| ())
+        };
+        assert!(is_invalid_field(&r, "total weight"), "family {family}: {r:?}");
+    }
     // An infinite key comes only from a weight so tiny that the key overflows.
     let inf = f64::INFINITY;
     for family in [WRES, PRIO] {
@@ -1796,11 +1875,11 @@ fn sampler_crafted_invalid_fields_are_rejected() -> TestResult {
                 PrioritySample::<u64>::from_bytes(&envelope(family, body)).map(|_| ())
             }
         };
-        assert_eq!(decode(&weighted_body(3, 0.0, 1, &[(inf, 1, 1e-320)])), Ok(()), "family {family}");
+        assert_eq!(decode(&weighted_body(3, 1e-320, 1, &[(inf, 1, 1e-320)])), Ok(()), "family {family}");
         let r = decode(&weighted_body(3, 1.0, 1, &[(inf, 1, 1.0)]));
         assert!(is_invalid_field(&r, "keys"), "family {family}: {r:?}");
         // Equal keys go in the order of their items' bytes: one sample, one encoding.
-        let tied = |a: u64, b: u64| weighted_body(3, 0.0, 2, &[(inf, a, 1e-320), (inf, b, 1e-320)]);
+        let tied = |a: u64, b: u64| weighted_body(3, 2e-320, 2, &[(inf, a, 1e-320), (inf, b, 1e-320)]);
         assert_eq!(decode(&tied(1, 2)), Ok(()), "family {family}");
         assert_eq!(decode(&tied(2, 2)), Ok(()), "family {family}");
         let r = decode(&tied(2, 1));
@@ -1933,8 +2012,8 @@ proptest! {
 
 #[test]
 fn hh_crafted_invalid_fields_are_rejected() -> TestResult {
-    assert_eq!(HeavyHitters::<u64>::from_bytes(&envelope(HH, &hh_body(2, 5, 1, &[(7, 3), (8, 1)])))?.estimate(&7), 3);
-    let out_of_order = HeavyHitters::<u64>::from_bytes(&envelope(HH, &hh_body(2, 5, 1, &[(8, 1), (7, 3)])));
+    assert_eq!(HeavyHitters::<u64>::from_bytes(&envelope(HH, &hh_body(2, 7, 1, &[(7, 3), (8, 1)])))?.estimate(&7), 3);
+    let out_of_order = HeavyHitters::<u64>::from_bytes(&envelope(HH, &hh_body(2, 7, 1, &[(8, 1), (7, 3)])));
     assert!(is_invalid_field(&out_of_order, "counters"), "{out_of_order:?}");
     for (what, body, field) in [
         ("capacity 0", hh_body(0, 0, 0, &[]), "capacity"),
@@ -1943,6 +2022,9 @@ fn hh_crafted_invalid_fields_are_rejected() -> TestResult {
         ("an item twice", hh_body(2, 5, 0, &[(1, 2), (1, 2)]), "counters"),
         ("counts above the total", hh_body(2, 2, 0, &[(1, 3)]), "total"),
         ("error above the total", hh_body(2, 2, 3, &[]), "total"),
+        // Each reduction took its cut from at least capacity + 1 = 3 counters: with an error
+        // of 1, the counts (4) and 3 more were seen, at least 7.
+        ("counts and error above the total", hh_body(2, 6, 1, &[(7, 3), (8, 1)]), "total"),
     ] {
         let r = HeavyHitters::<u64>::from_bytes(&envelope(HH, &body));
         assert!(is_invalid_field(&r, field), "{what}: {r:?}");

@@ -38,6 +38,33 @@ pub(crate) fn improved_rse(m: u32) -> f64 {
     }
 }
 
+/// The largest estimate any sketch of 64-bit hashes gives: `2^64`, the number of distinct
+/// hashes. More distinct items than that cannot be told apart, and a state that would say
+/// more (every register at its largest value, reachable by items crafted to hash that way)
+/// answers this instead of an infinity.
+pub(crate) const MAX_ESTIMATE: f64 = 18_446_744_073_709_551_616.0;
+
+/// An estimate, at most [`MAX_ESTIMATE`].
+#[inline]
+pub(crate) fn capped(estimate: f64) -> f64 {
+    estimate.min(MAX_ESTIMATE)
+}
+
+/// The largest martingale a sketch can have reached, for decoders to check a stored one.
+///
+/// The martingale starts at most at `start` (the exact count when a sparse sketch turns
+/// dense; 0 for a sketch born dense) and adds, at each change of a register, `m · 2^64`
+/// over the unseen mass before that change. That mass only falls as the registers rise, so
+/// it was at least the mass now (`unseen`), and at least `2^p`: no value a register can still
+/// take is rarer than `2^−64` per register. There are at most `changes` changes. The bound is
+/// loose (most changes add far less), but it is one no reachable state exceeds, which is
+/// what a decoder may check; a relative `2^−40` covers the rounding of the sum.
+pub(crate) fn martingale_ceiling(start: f64, changes: u64, unseen: u128, p: u8) -> f64 {
+    let floor = unseen.max(1u128 << p);
+    let per_change = pow2(64 + i32::from(p)) / wide_to_f64(floor);
+    (start + changes as f64 * per_change) * (1.0 + pow2(-40))
+}
+
 /// `2^e` for `-1022 <= e <= 1023`, built from its bits: exact, and a constant-time
 /// alternative to `powi`, which is a library call when `e` is not a constant.
 #[inline]
@@ -70,6 +97,8 @@ pub(crate) fn wide_to_f64(x: u128) -> f64 {
 /// sum of `2^-r` over the registers serves as well as the histogram and is kept up to date in
 /// O(1) per register change. σ corrects the small range (where linear counting used to take
 /// over), τ the range where registers saturate; neither needs a bias table.
+///
+/// With every register saturated the denominator is 0, and the answer [`MAX_ESTIMATE`].
 pub(crate) fn ertl_estimate(m: u32, q: u32, zeros: u32, saturated: u32, middle: f64) -> f64 {
     if zeros == m {
         return 0.0;
@@ -78,7 +107,7 @@ pub(crate) fn ertl_estimate(m: u32, q: u32, zeros: u32, saturated: u32, middle: 
     let m = f64::from(m);
     let top = m * tau(1.0 - f64::from(saturated) / m) * pow2(-(q as i32));
     let z = m * sigma(f64::from(zeros) / m) + middle + top;
-    alpha_m * m * m / z
+    if z > 0.0 { capped(alpha_m * m * m / z) } else { MAX_ESTIMATE }
 }
 
 /// `σ(x) = x + Σ_{k≥1} x^(2^k) · 2^(k-1)`, summed until it stops changing; `x < 1`.

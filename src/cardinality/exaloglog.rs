@@ -233,7 +233,7 @@ impl ExaLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn estimate(&self) -> f64 {
-        self.core.exact().or(self.core.martingale).unwrap_or_else(|| self.register_estimate())
+        self.core.exact().or(self.core.martingale_estimate()).unwrap_or_else(|| self.register_estimate())
     }
 
     /// The maximum-likelihood estimate from the registers alone, divided by `1 + c/m` to
@@ -267,7 +267,7 @@ impl ExaLogLog {
     /// # Ok::<(), synopses::Error>(())
     /// ```
     pub fn martingale_estimate(&self) -> Option<f64> {
-        self.core.martingale
+        self.core.martingale_estimate()
     }
 
     /// The relative standard error of [`estimate`](Self::estimate) as the sketch stands:
@@ -466,6 +466,10 @@ impl fmt::Debug for ExaLogLog {
 hashed_operator!(ExaLogLog);
 
 impl Mergeable for ExaLogLog {
+    fn size_in_bytes(&self) -> usize {
+        ExaLogLog::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         ExaLogLog::merge(self, other)
     }

@@ -387,6 +387,10 @@ impl fmt::Debug for FlajoletMartin {
 hashed_operator!(FlajoletMartin);
 
 impl Mergeable for FlajoletMartin {
+    fn size_in_bytes(&self) -> usize {
+        FlajoletMartin::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         FlajoletMartin::merge(self, other)
     }

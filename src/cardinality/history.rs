@@ -18,7 +18,7 @@
 //! and the martingale both read the probability mass of the values *known not seen*, kept
 //! here exactly in 64.64 fixed point (every `ρ_k` is a power of two of at least `2^−(64−p)`).
 
-use super::estimators::{pow2, wide_to_f64};
+use super::estimators::{MAX_ESTIMATE, capped, martingale_ceiling, pow2, wide_to_f64};
 use super::optimal;
 use super::sparse::{self, Sparse};
 use crate::core::{Bounds, Confidence, DecodeError};
@@ -355,7 +355,8 @@ impl Shape {
             return 0.0;
         }
         if unseen == 0 {
-            return f64::INFINITY;
+            // Every value of every register seen: the likelihood grows without bound.
+            return MAX_ESTIMATE;
         }
         let alpha = wide_to_f64(unseen) * pow2(-64);
         let terms: Vec<(f64, f64)> =
@@ -385,7 +386,7 @@ impl Shape {
             }
             lambda += step;
         }
-        m * lambda
+        capped(m * lambda)
     }
 }
 
@@ -680,6 +681,12 @@ impl<R: Cell> Core<R> {
         self.is_sparse().then(|| self.sparse.len() as f64)
     }
 
+    /// The martingale estimate, if the sketch has one, at most
+    /// [`MAX_ESTIMATE`](super::estimators::MAX_ESTIMATE).
+    pub(crate) fn martingale_estimate(&self) -> Option<f64> {
+        self.martingale.map(capped)
+    }
+
     /// The bytes the state holds on the heap, held in a [`Boxed`]: the core itself, and the
     /// entry table or the registers.
     pub(crate) fn heap_bytes(&self) -> usize {
@@ -906,6 +913,15 @@ impl<R: Cell> Core<R> {
         self.registers.iter().map(|r| r.get()).filter(|&r| r != 0).map(|r| 1 + u64::from((r & mask).count_ones())).sum()
     }
 
+    /// The largest martingale these registers allow (see [`martingale_ceiling`]): each change
+    /// raised a register's maximum `u` or marked a value below it, each value at most once, so
+    /// a register of maximum `u` took at most `2u` changes.
+    fn martingale_ceiling(&self) -> f64 {
+        let d = u32::from(self.shape.d);
+        let changes = self.registers.iter().map(|r| 2 * (r.get() >> d)).sum();
+        martingale_ceiling(Self::limit(self.shape) as f64, changes, self.unseen, self.shape.p)
+    }
+
     /// The counts of values known seen, level by level.
     pub(crate) fn seen_by_level(&self) -> Vec<u32> {
         if size_of::<R>() == 1 {
@@ -995,10 +1011,15 @@ impl<R: Cell> Core<R> {
         }
         let coarse = Shape { p, ..self.shape };
         if self.is_sparse() {
-            // Entries hold every coarser precision: the coarse sketch of the same entries.
+            // Entries hold every coarser precision: the coarse sketch of the same entries,
+            // sparse, or dense without a martingale (a coarse shape born dense, such as
+            // UltraLogLog's precision 3, starts one at 0, which these items never added to).
             let mut out = Self::new(coarse, self.seed);
             self.sparse.entries().for_each(|entry| out.add_entry(entry, false));
-            out.recount();
+            if !out.is_sparse() && !out.is_empty() {
+                out.recount();
+                out.martingale = None;
+            }
             return out;
         }
         let mut out = Self::new_dense(coarse, self.seed);
@@ -1119,7 +1140,7 @@ impl<R: Cell> Core<R> {
         // what shapes without a sparse mode make, and what builds before it wrote.)
         let consistent = match martingale {
             _ if core.is_empty() => martingale == Some(0.0),
-            Some(x) => x >= core.seen_pairs() as f64,
+            Some(x) => x >= core.seen_pairs() as f64 && x <= core.martingale_ceiling(),
             None => true,
         };
         if !consistent {

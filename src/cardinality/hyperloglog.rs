@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::estimators::{HIP_RSE, ertl_estimate, improved_rse, pow2, wide_to_f64};
+use super::estimators::{HIP_RSE, capped, ertl_estimate, improved_rse, martingale_ceiling, pow2, wide_to_f64};
 use super::register_sums::register_sums;
 use super::sparse::{self, Sparse};
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
@@ -120,10 +120,25 @@ impl HyperLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_error(relative_error: f64) -> Result<Self, ConfigError> {
+        Self::with_error_and_seed(relative_error, DEFAULT_SEED)
+    }
+
+    /// [`with_error`](Self::with_error), hashing with `seed`: on untrusted items, a secret
+    /// seed keeps an adversary from choosing items whose hashes fool the estimate (see the
+    /// [family docs](super#adversaries)).
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let hll = HyperLogLog::with_error_and_seed(0.01, 0x5EC2E7)?;
+    /// assert_eq!((hll.precision(), hll.seed()), (14, 0x5EC2E7));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_error_and_seed(relative_error: f64, seed: u64) -> Result<Self, ConfigError> {
         let error_at = |p: u8| improved_rse(1 << p) / f64::from(1u32 << p).sqrt();
         let in_range = (error_at(MAX_PRECISION)..=error_at(MIN_PRECISION)).contains(&relative_error);
         match (MIN_PRECISION..=MAX_PRECISION).find(|&p| error_at(p) <= relative_error) {
-            Some(p) if in_range => Self::new(p),
+            Some(p) if in_range => Self::with_seed(p, seed),
             _ => Err(ConfigError::new("relative_error", relative_error, "a number in [0.00203, 0.2765]")),
         }
     }
@@ -291,7 +306,7 @@ impl HyperLogLog {
     pub fn estimate(&self) -> f64 {
         match &self.repr {
             Repr::Sparse(sparse) => sparse.len() as f64,
-            Repr::Dense(dense) => dense.agg.martingale.unwrap_or_else(|| dense.improved_estimate(self.precision)),
+            Repr::Dense(dense) => dense.agg.martingale.map_or_else(|| dense.improved_estimate(self.precision), capped),
         }
     }
 
@@ -339,7 +354,7 @@ impl HyperLogLog {
     pub fn martingale_estimate(&self) -> Option<f64> {
         match &self.repr {
             Repr::Sparse(_) => None,
-            Repr::Dense(dense) => dense.agg.martingale,
+            Repr::Dense(dense) => dense.agg.martingale.map(capped),
         }
     }
 
@@ -552,7 +567,11 @@ impl HyperLogLog {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let martingale = self.martingale_estimate();
+        // The martingale as it stands, not as `martingale_estimate` caps it.
+        let martingale = match &self.repr {
+            Repr::Sparse(_) => None,
+            Repr::Dense(dense) => dense.agg.martingale,
+        };
         let mut flags = u8::from(martingale.is_some()) << 1;
         let body_len = match &self.repr {
             Repr::Sparse(sparse) => 4 + 4 * sparse.len(),
@@ -643,6 +662,15 @@ impl HyperLogLog {
             if martingale.is_some_and(|x| x < floor) {
                 return Err(DecodeError::InvalidField { field: "martingale", reason: "below what the registers show" });
             }
+            // Each change raised a register by at least 1: at most the sum of the ranks.
+            let changes = d.registers.iter().map(|&r| u64::from(r)).sum();
+            let ceiling = martingale_ceiling(hll.sparse_limit() as f64, changes, d.agg.inverse_sum, precision);
+            if martingale.is_some_and(|x| x > ceiling) {
+                return Err(DecodeError::InvalidField {
+                    field: "martingale",
+                    reason: "above what the registers allow",
+                });
+            }
             d.agg.martingale = martingale;
             hll.repr = Repr::Dense(d);
         } else {
@@ -685,6 +713,10 @@ impl fmt::Debug for HyperLogLog {
 hashed_operator!(HyperLogLog);
 
 impl Mergeable for HyperLogLog {
+    fn size_in_bytes(&self) -> usize {
+        HyperLogLog::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         HyperLogLog::merge(self, other)
     }

@@ -13,6 +13,7 @@
 //! with `ζ(s, a)` Hurwitz's zeta function; the memory-variance product is the relative variance
 //! times the bits of state, `(6 + t + d) · m`.
 
+use super::estimators::capped;
 use super::history::{Cell, Core, Shape};
 
 /// Hurwitz's zeta function `ζ(s, a) = Σ_{k≥0} (k + a)^−s` for `s > 1`, `a > 0`: twenty terms,
@@ -70,7 +71,7 @@ pub(crate) fn ml_bias_constant(shape: Shape) -> f64 {
 /// The maximum-likelihood estimate divided by `1 + c/m`, which removes its `O(1/m)` bias.
 pub(crate) fn corrected_ml<R: Cell>(core: &Core<R>) -> f64 {
     let m = core.shape.registers() as f64;
-    core.raw_ml_estimate() / (1.0 + ml_bias_constant(core.shape) / m)
+    capped(core.raw_ml_estimate() / (1.0 + ml_bias_constant(core.shape) / m))
 }
 
 /// `τ` of UltraLogLog's FGRA estimator: the exponent that minimizes its variance.
@@ -148,7 +149,7 @@ pub(crate) fn fgra(core: &Core<u8>) -> f64 {
             + c10 * (-2.0 * TAU).exp2() * (e3 + z * (e2 - e3));
     }
     let lambda = m.powf(1.0 + 1.0 / TAU) / (1.0 + V * (1.0 + TAU) / (2.0 * m));
-    lambda * sum.powf(-1.0 / TAU)
+    capped(lambda * sum.powf(-1.0 / TAU))
 }
 
 #[cfg(test)]

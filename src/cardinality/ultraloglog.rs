@@ -219,7 +219,7 @@ impl UltraLogLog {
     pub fn estimate(&self) -> f64 {
         self.core
             .exact()
-            .or(self.core.martingale)
+            .or(self.core.martingale_estimate())
             .unwrap_or_else(|| self.register_estimate(UltraLogLogEstimator::MaximumLikelihood))
     }
 
@@ -269,7 +269,7 @@ impl UltraLogLog {
     /// # Ok::<(), synopses::Error>(())
     /// ```
     pub fn martingale_estimate(&self) -> Option<f64> {
-        self.core.martingale
+        self.core.martingale_estimate()
     }
 
     /// The relative standard error of [`estimate`](Self::estimate) as the sketch stands:
@@ -492,6 +492,10 @@ impl fmt::Debug for UltraLogLog {
 hashed_operator!(UltraLogLog);
 
 impl Mergeable for UltraLogLog {
+    fn size_in_bytes(&self) -> usize {
+        UltraLogLog::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         UltraLogLog::merge(self, other)
     }

@@ -5,8 +5,10 @@
 //! implementer writes [`Operator::observe`] and, for mergeable state,
 //! [`Mergeable::merge`] and [`Mergeable::empty_like`]; everything else comes for free.
 
+pub(crate) mod alloc;
 mod bounds;
 mod error;
+pub(crate) mod extended;
 pub(crate) mod random;
 mod traits;
 mod weight;

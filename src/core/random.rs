@@ -32,7 +32,8 @@ impl Stream {
         self.rng.next_u64()
     }
 
-    /// A uniform number in the open interval (0, 1).
+    /// A uniform number in the open interval (0, 1): a multiple of `2^−52` plus `2^−53`, so
+    /// from [`UNIFORM_MIN`] to [`UNIFORM_MAX`].
     pub(crate) fn uniform(&mut self) -> f64 {
         self.draws += 1;
         self.rng.sample(Open01)
@@ -58,6 +59,17 @@ impl Stream {
         (u.ln() / (-p).ln_1p()).floor() as u64
     }
 }
+
+/// The smallest number [`Stream::uniform`] draws, `2^−53`: decoders bound the keys they read
+/// with it (`rand`'s `Open01` draws `n·2^−52 + 2^−53`).
+pub(crate) const UNIFORM_MIN: f64 = 1.0 / (1u64 << 53) as f64;
+
+/// The largest number [`Stream::uniform`] draws, `1 − 2^−53`.
+pub(crate) const UNIFORM_MAX: f64 = 1.0 - UNIFORM_MIN;
+
+/// The largest number [`Stream::exponential`] draws, `−ln 2^−52 ≈ 36.04`, and the largest
+/// `−ln(1 − U·P)` for a uniform `U` and `P <= 1`, `−ln 2^−53 ≈ 36.74`, are below this.
+pub(crate) const EXPONENTIAL_MAX: f64 = 37.0;
 
 /// The stream number of part `index` of an operator on stream `stream` that has seen `seen`
 /// items: distinct parts, and parts made at different points of the parent's history, get
@@ -95,6 +107,20 @@ mod tests {
         assert_ne!(draw(1, 2), draw(2, 2));
         assert_ne!(part_stream(7, 0, 0), part_stream(7, 0, 1));
         assert_ne!(part_stream(7, 0, 0), part_stream(7, 10, 0));
+    }
+
+    #[test]
+    fn uniforms_stay_within_their_documented_range() {
+        // The generator's extremes are reached only by all-zero or all-one words; their
+        // formula is rand's (`Open01`), checked here on a million draws and at its ends.
+        let mut s = Stream::new(5, 1);
+        for _ in 0..1_000_000 {
+            let u = s.uniform();
+            assert!((UNIFORM_MIN..=UNIFORM_MAX).contains(&u));
+            assert_eq!((u - UNIFORM_MIN) * (1u64 << 52) as f64 % 1.0, 0.0);
+            assert!(s.exponential() <= EXPONENTIAL_MAX);
+        }
+        assert!(-(UNIFORM_MIN.ln()) < EXPONENTIAL_MAX);
     }
 
     #[test]

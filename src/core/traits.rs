@@ -149,6 +149,23 @@ pub trait Mergeable: Sized {
         self.empty_like()
     }
 
+    /// Bytes of memory the instance holds, its heap allocations included: what
+    /// [`Partitioned::new`](crate::stream::Partitioned::new) multiplies by the number of
+    /// workers to check a configuration before it allocates one. The default counts the value
+    /// alone; every synopsis of this crate counts its heap too (its inherent `size_in_bytes`).
+    ///
+    /// ```
+    /// use synopses::core::Mergeable;
+    /// use synopses::frequency::CountMin;
+    ///
+    /// let cm = CountMin::new(1024, 4)?;
+    /// assert!(Mergeable::size_in_bytes(&cm) >= 8 * 1024 * 4);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn size_in_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+    }
+
     /// Merges every instance of `others` into `self`, stopping at the first error.
     ///
     /// ```

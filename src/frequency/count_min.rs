@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
-use crate::core::{Bounds, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
+use crate::core::{Bounds, ConfigError, DecodeError, MergeError, Mergeable, alloc, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable, derived_index};
 
 /// The most rows a sketch may have (δ = e^-32 ≈ 1.3e-14).
@@ -105,6 +105,21 @@ impl CountMin {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_error(epsilon: f64, delta: f64) -> Result<Self, ConfigError> {
+        Self::with_error_and_seed(epsilon, delta, DEFAULT_SEED)
+    }
+
+    /// [`with_error`](Self::with_error), hashing with `seed`: on untrusted items, a secret
+    /// seed keeps an adversary from choosing items that share an item's counters in every
+    /// row (which would inflate its estimate at will).
+    ///
+    /// ```
+    /// use synopses::frequency::CountMin;
+    ///
+    /// let cm = CountMin::with_error_and_seed(0.01, 0.05, 0x5EC2E7)?;
+    /// assert_eq!((cm.width(), cm.depth(), cm.seed()), (272, 3, 0x5EC2E7));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_error_and_seed(epsilon: f64, delta: f64, seed: u64) -> Result<Self, ConfigError> {
         if !(epsilon > 0.0 && epsilon <= 1.0) {
             return Err(ConfigError::new("epsilon", epsilon, "a number in (0, 1]"));
         }
@@ -119,7 +134,7 @@ impl CountMin {
         if width * depth > MAX_COUNTERS as f64 {
             return Err(ConfigError::new("epsilon", epsilon, "a target of at most 2^27 counters"));
         }
-        Self::with_params(width as u32, depth as u32, DEFAULT_SEED, Update::Standard)
+        Self::with_params(width as u32, depth as u32, seed, Update::Standard)
     }
 
     /// A sketch with every parameter explicit: `depth` rows of `width` counters, hashing with
@@ -144,7 +159,7 @@ impl CountMin {
         if u64::from(width) * u64::from(depth) > MAX_COUNTERS {
             return Err(ConfigError::new("width", width, "at most 2^27 counters in all (width × depth)"));
         }
-        let counters = vec![0; width as usize * depth as usize].into_boxed_slice();
+        let counters = alloc::filled(width as usize * depth as usize, "width", width)?.into_boxed_slice();
         Ok(Self { width, depth, seed, update, double_hashed: false, total: 0, counters })
     }
 
@@ -441,7 +456,10 @@ impl CountMin {
             .counters
             .chunks_exact(width)
             .zip(other.counters.chunks_exact(width))
-            .map(|(a, b)| a.iter().zip(b).map(|(&x, &y)| u128::from(x) * u128::from(y)).sum::<u128>())
+            // Saturating: two counters at u64::MAX give products whose sum passes u128::MAX.
+            .map(|(a, b)| {
+                a.iter().zip(b).fold(0u128, |sum, (&x, &y)| sum.saturating_add(u128::from(x) * u128::from(y)))
+            })
             .min()
             .unwrap_or(0);
         Ok(u64::try_from(product).unwrap_or(u64::MAX))
@@ -763,6 +781,10 @@ impl fmt::Debug for CountMin {
 hashed_operator!(CountMin);
 
 impl Mergeable for CountMin {
+    fn size_in_bytes(&self) -> usize {
+        CountMin::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         CountMin::merge(self, other)
     }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use nohash_hasher::IntMap;
+use hashbrown::HashTable;
 
 use crate::codec::{Family, Item, Reader, Writer};
 use crate::core::{Bounds, ConfigError, DecodeError, MergeError, Mergeable, Operator};
@@ -37,6 +37,12 @@ pub enum Guarantee {
 /// [`error`](Self::error) ≤ `N / (capacity + 1)`. Deterministic: the bound holds on every
 /// stream, merged or not. See the [family docs](super).
 ///
+/// Items are found by their seeded hash and then compared, so two items whose hashes
+/// coincide keep counters of their own, and no count is ever above its item's frequency.
+/// An adversary who knows the seed can craft many items of one hash: they stay correct, but
+/// each update then walks past all of them. On untrusted items use a secret seed
+/// ([`with_seed`](Self::with_seed)).
+///
 /// ```
 /// use synopses::frequency::HeavyHitters;
 ///
@@ -52,18 +58,27 @@ pub enum Guarantee {
 #[derive(Clone)]
 pub struct HeavyHitters<T> {
     capacity: usize,
+    seed: u64,
     total: u64,
     /// The sum of the reductions so far: no count is below its item's frequency by more.
     error: u64,
-    /// Keyed by the item's stable 64-bit hash, already uniform, so the table needs no hasher
-    /// of its own (two items with equal hashes, a 2^-64 event per pair, would share a
-    /// counter, as in every sketch of this crate).
-    counts: IntMap<u64, (T, u64)>,
+    /// The counters, found by their item's seeded hash (already uniform: the table hashes no
+    /// further) and then by the item itself.
+    counts: HashTable<Counter<T>>,
+}
+
+/// An item, its count, and its hash under the summary's seed.
+#[derive(Clone, Debug)]
+struct Counter<T> {
+    hash: u64,
+    item: T,
+    count: u64,
 }
 
 impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
-    /// A summary of `capacity` counters (`1..=2^24`). Its error is at most `N/(capacity+1)`
-    /// of the total count `N`: capacity 99 for 1 %, 999 for 0.1 %.
+    /// A summary of `capacity` counters (`1..=2^24`) hashing items with the
+    /// [default seed](DEFAULT_SEED). Its error is at most `N/(capacity+1)` of the total count
+    /// `N`: capacity 99 for 1 %, 999 for 0.1 %.
     ///
     /// ```
     /// use synopses::frequency::HeavyHitters;
@@ -74,10 +89,36 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn new(capacity: usize) -> Result<Self, ConfigError> {
+        Self::with_seed(capacity, DEFAULT_SEED)
+    }
+
+    /// A summary of `capacity` counters hashing items with `seed`. Summaries merge only with
+    /// summaries of the same capacity and seed.
+    ///
+    /// ```
+    /// use synopses::frequency::HeavyHitters;
+    ///
+    /// let mut hh = HeavyHitters::with_seed(10, 0x5EC2E7)?;
+    /// hh.observe("a");
+    /// assert_eq!((hh.seed(), hh.estimate(&"a")), (0x5EC2E7, 1));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_seed(capacity: usize, seed: u64) -> Result<Self, ConfigError> {
         if !(1..=MAX_CAPACITY).contains(&capacity) {
             return Err(ConfigError::new("capacity", capacity, "an integer in 1..=2^24"));
         }
-        Ok(Self { capacity, total: 0, error: 0, counts: IntMap::default() })
+        Ok(Self { capacity, seed, total: 0, error: 0, counts: HashTable::new() })
+    }
+
+    /// The seed items are hashed with.
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// assert_eq!(HeavyHitters::<u64>::new(10)?.seed(), synopses::hash::DEFAULT_SEED);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     /// The number of counters the summary reduces to.
@@ -145,8 +186,13 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
             return;
         }
         self.total = self.total.saturating_add(count);
-        let (_, c) = self.counts.entry(item.hash64(DEFAULT_SEED)).or_insert((item, 0));
-        *c = c.saturating_add(count);
+        let hash = item.hash64(self.seed);
+        match self.counts.find_mut(hash, |c| c.item == item) {
+            Some(counter) => counter.count = counter.count.saturating_add(count),
+            None => {
+                self.counts.insert_unique(hash, Counter { hash, item, count }, |c| c.hash);
+            }
+        }
         self.reduce_if_full();
     }
 
@@ -180,11 +226,11 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
         if self.counts.len() <= self.capacity {
             return;
         }
-        let mut values: Vec<u64> = self.counts.values().map(|&(_, c)| c).collect();
+        let mut values: Vec<u64> = self.counts.iter().map(|c| c.count).collect();
         let (_, &mut cut, _) = values.select_nth_unstable_by(self.capacity, |a, b| b.cmp(a));
-        self.counts.retain(|_, (_, c)| {
-            *c -= cut.min(*c);
-            *c > 0
+        self.counts.retain(|c| {
+            c.count -= cut.min(c.count);
+            c.count > 0
         });
         self.error = self.error.saturating_add(cut);
     }
@@ -200,7 +246,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn estimate(&self, item: &T) -> u64 {
-        self.counts.get(&item.hash64(DEFAULT_SEED)).map_or(0, |&(_, c)| c)
+        self.counts.find(item.hash64(self.seed), |c| c.item == *item).map_or(0, |c| c.count)
     }
 
     /// The interval that certainly holds an item's frequency: `[estimate, estimate + error]`.
@@ -217,7 +263,9 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
         Bounds { lower: estimate as f64, upper: estimate.saturating_add(self.error) as f64 }
     }
 
-    /// The `n` kept items with the largest counts, largest first (ties in a fixed order).
+    /// The `n` kept items with the largest counts, largest first (ties by the items' seeded
+    /// hash; items that share a hash as well, which only crafted items do, in the order the
+    /// summary holds them).
     ///
     /// ```
     /// # use synopses::frequency::HeavyHitters;
@@ -227,16 +275,16 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn top(&self, n: usize) -> Vec<(T, u64)> {
-        // Order (hash, count) pairs, and clone only the `n` items returned: a selection, then a
-        // sort of the selected.
-        let order = |a: &(u64, u64), b: &(u64, u64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
-        let mut keys: Vec<(u64, u64)> = self.counts.iter().map(|(&h, &(_, c))| (h, c)).collect();
-        if n < keys.len() {
-            keys.select_nth_unstable_by(n, order);
-            keys.truncate(n);
+        // Order references and clone only the `n` items returned: a selection, then a sort of
+        // the selected.
+        let order = |a: &&Counter<T>, b: &&Counter<T>| b.count.cmp(&a.count).then(a.hash.cmp(&b.hash));
+        let mut counters: Vec<&Counter<T>> = self.counts.iter().collect();
+        if n < counters.len() {
+            counters.select_nth_unstable_by(n, order);
+            counters.truncate(n);
         }
-        keys.sort_unstable_by(order);
-        keys.into_iter().filter_map(|(h, c)| self.counts.get(&h).map(|(item, _)| (item.clone(), c))).collect()
+        counters.sort_by(order);
+        counters.into_iter().map(|c| (c.item.clone(), c.count)).collect()
     }
 
     /// The items whose frequency is above `phi · N`, under the chosen [`Guarantee`], with the
@@ -272,7 +320,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
             .collect())
     }
 
-    /// The kept items and counts, largest first, ties by the items' stable hash.
+    /// The kept items and counts, largest first, ties by the items' seeded hash.
     fn sorted(&self) -> Vec<(T, u64)> {
         self.top(self.counts.len())
     }
@@ -287,13 +335,14 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn size_in_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.counts.capacity() * (std::mem::size_of::<(u64, (T, u64))>() + 1)
+        std::mem::size_of::<Self>() + self.counts.capacity() * (std::mem::size_of::<Counter<T>>() + 1)
     }
 
     /// Merges `other` into `self` (Agarwal et al.): adds the counts item by item, then, if that
     /// leaves more than twice `capacity` counters, reduces to `capacity`. The result keeps the guarantee for the union of the
     /// two streams: every count within the merged [`error`](Self::error) ≤ `N/(capacity+1)`
-    /// of its frequency. The capacities must match.
+    /// of its frequency. The capacities and seeds must match; otherwise a [`MergeError`] is
+    /// returned and `self` is unchanged.
     ///
     /// ```
     /// use synopses::frequency::HeavyHitters;
@@ -308,10 +357,15 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// ```
     pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         MergeError::check("capacity", self.capacity, other.capacity)?;
-        self.counts.reserve(other.counts.len());
-        for (&h, (item, c)) in &other.counts {
-            let (_, mine) = self.counts.entry(h).or_insert_with(|| (item.clone(), 0));
-            *mine = mine.saturating_add(*c);
+        MergeError::check("seed", self.seed, other.seed)?;
+        self.counts.reserve(other.counts.len(), |c| c.hash);
+        for theirs in &other.counts {
+            match self.counts.find_mut(theirs.hash, |c| c.item == theirs.item) {
+                Some(mine) => mine.count = mine.count.saturating_add(theirs.count),
+                None => {
+                    self.counts.insert_unique(theirs.hash, theirs.clone(), |c| c.hash);
+                }
+            }
         }
         self.total = self.total.saturating_add(other.total);
         self.error = self.error.saturating_add(other.error);
@@ -324,8 +378,10 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
     /// Encodes the summary in the crate's [binary format](crate::codec), family code 5, for
     /// items that have an [`Item`] encoding.
     ///
-    /// Body: capacity (u32), total (u64), error (u64), number of counters (u32), then each
-    /// item's encoding and count (u64), largest count first.
+    /// Body: capacity (u32; with bit 31 set, a seed (u64) follows: a summary of the default
+    /// seed is written without it, as before seeds were offered), total (u64), error (u64),
+    /// number of counters (u32), then each item's encoding and count (u64): largest count
+    /// first, then by the items' seeded hash, then by their encodings.
     ///
     /// ```
     /// use synopses::frequency::HeavyHitters;
@@ -334,26 +390,43 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
     /// hh.observe("a".to_string());
     /// let back = HeavyHitters::<String>::from_bytes(&hh.to_bytes())?;
     /// assert_eq!(back, hh);
+    /// let seeded = HeavyHitters::<String>::with_seed(10, 7)?;
+    /// assert_eq!(HeavyHitters::<String>::from_bytes(&seeded.to_bytes())?.seed(), 7);
     /// # Ok::<(), synopses::Error>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let sorted = self.sorted();
-        let mut w = Writer::new(Family::HeavyHitters, 24 + 16 * sorted.len());
-        w.put_u32(self.capacity as u32);
+        let mut sorted: Vec<(&Counter<T>, Vec<u8>)> = self
+            .counts
+            .iter()
+            .map(|c| {
+                let mut bytes = Vec::new();
+                c.item.encode(&mut bytes);
+                (c, bytes)
+            })
+            .collect();
+        sorted.sort_unstable_by(|(a, x), (b, y)| b.count.cmp(&a.count).then(a.hash.cmp(&b.hash)).then(x.cmp(y)));
+        let seeded = self.seed != DEFAULT_SEED;
+        let items: usize = sorted.iter().map(|(_, bytes)| bytes.len()).sum();
+        let mut w = Writer::new(Family::HeavyHitters, 32 + 8 * sorted.len() + items);
+        w.put_u32(self.capacity as u32 | if seeded { SEEDED } else { 0 });
+        if seeded {
+            w.put_u64(self.seed);
+        }
         w.put_u64(self.total);
         w.put_u64(self.error);
         w.put_u32(sorted.len() as u32);
-        for (item, count) in &sorted {
-            w.put_item(item);
-            w.put_u64(*count);
+        for (counter, bytes) in &sorted {
+            w.put_bytes(bytes);
+            w.put_u64(counter.count);
         }
         w.finish()
     }
 
     /// Decodes a summary written by [`to_bytes`](Self::to_bytes), validating every field:
-    /// the capacity, at most twice as many counters, each non-zero, in the canonical order
-    /// (so one summary has one encoding), no item twice, the counts and the error within the
-    /// total.
+    /// the capacity and seed, at most twice as many counters, each non-zero, in the canonical
+    /// order (so one summary has one encoding), no item twice, and the counts and the error
+    /// within what the total allows (`Σ counts + (capacity + 1)·error ≤ N`: each reduction
+    /// took its cut from at least `capacity + 1` counters).
     ///
     /// ```
     /// use synopses::frequency::HeavyHitters;
@@ -363,39 +436,48 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let invalid = |field, reason| DecodeError::InvalidField { field, reason };
         let mut r = Reader::open(bytes, Family::HeavyHitters)?;
-        let capacity = r.u32()? as usize;
+        let head = r.u32()?;
+        let seed = if head & SEEDED != 0 { r.u64()? } else { DEFAULT_SEED };
+        if head & SEEDED != 0 && seed == DEFAULT_SEED {
+            return Err(invalid("seed", "the default seed is written without the seed flag"));
+        }
+        let capacity = (head & !SEEDED) as usize;
         let total = r.u64()?;
         let error = r.u64()?;
         let n = r.u32()? as usize;
-        let mut hh = Self::new(capacity).map_err(|_| invalid("capacity", "outside 1..=2^24"))?;
+        let mut hh = Self::with_seed(capacity, seed).map_err(|_| invalid("capacity", "outside 1..=2^24"))?;
         if n > 2 * capacity {
             return Err(invalid("counters", "more than twice the capacity"));
         }
         // Each counter takes at least its 8-byte count.
         r.expect_items(n, 8)?;
         let mut sum: u128 = 0;
-        let mut previous: Option<(u64, u64)> = None;
+        let mut previous: Option<(u64, u64, &[u8])> = None;
         for _ in 0..n {
-            let item: T = r.item()?;
+            let (item, item_bytes) = r.item_and_bytes::<T>()?;
             let count = r.u64()?;
             if count == 0 {
                 return Err(invalid("counters", "a zero count"));
             }
-            // The canonical order: count descending, then the item's stable hash ascending.
-            let hash = item.hash64(DEFAULT_SEED);
-            let key = (count, hash);
-            if previous.is_some_and(|(c, h)| key.0 > c || (key.0 == c && key.1 <= h)) {
+            // The canonical order: count descending, then the seeded hash ascending, then the
+            // item's encoding ascending.
+            let hash = item.hash64(seed);
+            let in_order = previous
+                .is_none_or(|(c, h, b)| count.cmp(&c).reverse().then(hash.cmp(&h)).then(item_bytes.cmp(b)).is_gt());
+            if !in_order {
                 return Err(invalid("counters", "not in the canonical order"));
             }
-            previous = Some(key);
-            sum += u128::from(count);
-            if hh.counts.insert(hash, (item, count)).is_some() {
+            previous = Some((count, hash, item_bytes));
+            if hh.counts.find(hash, |c| c.item == item).is_some() {
                 return Err(invalid("counters", "an item twice"));
             }
+            sum += u128::from(count);
+            hh.counts.insert_unique(hash, Counter { hash, item, count }, |c| c.hash);
         }
         r.finish()?;
-        if (sum > u128::from(total) && total != u64::MAX) || error > total {
-            return Err(invalid("total", "below the counts or the error"));
+        let accounted = sum + (capacity as u128 + 1) * u128::from(error);
+        if accounted > u128::from(total) && total != u64::MAX {
+            return Err(invalid("total", "below the counts and the error"));
         }
         hh.total = total;
         hh.error = error;
@@ -403,12 +485,21 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
     }
 }
 
+/// The flag of the capacity field that says a seed follows.
+const SEEDED: u32 = 1 << 31;
+
 impl<T: PartialEq> PartialEq for HeavyHitters<T> {
+    /// The same configuration, total, error and counters (items and counts).
     fn eq(&self, other: &Self) -> bool {
         self.capacity == other.capacity
+            && self.seed == other.seed
             && self.total == other.total
             && self.error == other.error
-            && self.counts == other.counts
+            && self.counts.len() == other.counts.len()
+            && self
+                .counts
+                .iter()
+                .all(|c| other.counts.find(c.hash, |o| o.item == c.item).is_some_and(|o| o.count == c.count))
     }
 }
 
@@ -418,6 +509,7 @@ impl<T> fmt::Debug for HeavyHitters<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HeavyHitters")
             .field("capacity", &self.capacity)
+            .field("seed", &self.seed)
             .field("total", &self.total)
             .field("error", &self.error)
             .field("counters", &self.counts.len())
@@ -442,12 +534,16 @@ impl<T: Hashable + Clone + Eq> Extend<T> for HeavyHitters<T> {
 }
 
 impl<T: Hashable + Clone + Eq> Mergeable for HeavyHitters<T> {
+    fn size_in_bytes(&self) -> usize {
+        HeavyHitters::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         HeavyHitters::merge(self, other)
     }
 
     fn empty_like(&self) -> Self {
-        Self { capacity: self.capacity, total: 0, error: 0, counts: IntMap::default() }
+        Self { capacity: self.capacity, seed: self.seed, total: 0, error: 0, counts: HashTable::new() }
     }
 }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use bitvec::prelude::{BitVec, Lsb0};
 
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
-use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
+use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, alloc, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 
 /// The most bits a filter may have: 2^33, one GiB.
@@ -73,7 +73,9 @@ impl Bloom {
         let Ok(length) = usize::try_from(bits) else {
             return Err(ConfigError::new("bits", bits, "a length this platform can address"));
         };
-        Ok(Self { bits: BitVec::repeat(false, length), hashes, seed })
+        let mut bits = BitVec::from_vec(alloc::filled::<u64>(length.div_ceil(64), "bits", bits)?);
+        bits.truncate(length);
+        Ok(Self { bits, hashes, seed })
     }
 
     /// The smallest filter whose false-positive rate after `expected_items` distinct items is
@@ -96,9 +98,28 @@ impl Bloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_false_positive_rate(expected_items: u64, false_positive_rate: f64) -> Result<Self, ConfigError> {
+        Self::with_false_positive_rate_and_seed(expected_items, false_positive_rate, DEFAULT_SEED)
+    }
+
+    /// [`with_false_positive_rate`](Self::with_false_positive_rate), hashing with `seed`: on
+    /// untrusted items, a secret seed keeps an adversary from choosing items that set the
+    /// same bits as the members (false positives on demand) or fill the filter early.
+    ///
+    /// ```
+    /// use synopses::membership::Bloom;
+    ///
+    /// let b = Bloom::with_false_positive_rate_and_seed(1000, 0.01, 0x5EC2E7)?;
+    /// assert_eq!((b.bits(), b.seed()), (9586, 0x5EC2E7));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_false_positive_rate_and_seed(
+        expected_items: u64,
+        false_positive_rate: f64,
+        seed: u64,
+    ) -> Result<Self, ConfigError> {
         let (bits, hashes) =
             optimal_size(expected_items, false_positive_rate, MAX_BITS, "a filter of at most 2^33 bits")?;
-        Self::new(bits, hashes)
+        Self::with_seed(bits, hashes, seed)
     }
 
     /// A filter with the given bits, which must hold `bits` bits (the spare bits of the last
@@ -274,18 +295,24 @@ impl Bloom {
     }
 
     /// The estimated number of distinct items inserted, from the fill (Swamidass and Baldi):
-    /// `−(m/k) · ln(1 − X/m)` with `X` set bits; infinite once every bit is set. O(m / 64).
+    /// `−(m/k) · ln(1 − X/m)` with `X` set bits. O(m / 64). Once every bit is set the fill
+    /// says only "at least as many as a filter one bit short of full", and the estimate is
+    /// that, `(m/k) · ln m`: the largest this filter can give.
     ///
     /// ```
     /// # use synopses::membership::Bloom;
     /// let mut b = Bloom::with_false_positive_rate(10_000, 0.01)?;
     /// b.observe_all(0..5_000_u64);
     /// assert!((b.estimated_items() / 5_000.0 - 1.0).abs() < 0.03);
+    /// let mut full = Bloom::new(64, 1)?;
+    /// full.observe_all(0..10_000_u64);
+    /// assert_eq!(full.estimated_items(), 64.0 * 64_f64.ln());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn estimated_items(&self) -> f64 {
         let m = self.bits() as f64;
-        -(m / f64::from(self.hashes)) * (1.0 - self.set_bits() as f64 / m).ln()
+        let unset = (m - self.set_bits() as f64).max(1.0);
+        -(m / f64::from(self.hashes)) * (unset / m).ln()
     }
 
     /// Bytes of memory the filter holds (the struct and its bit words).
@@ -457,6 +484,10 @@ impl fmt::Debug for Bloom {
 hashed_operator!(Bloom);
 
 impl Mergeable for Bloom {
+    fn size_in_bytes(&self) -> usize {
+        Bloom::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         Bloom::merge(self, other)
     }

@@ -6,7 +6,7 @@ use bitvec::prelude::{BitVec, Lsb0};
 
 use super::bloom::{MAX_HASHES, Positions, optimal_size};
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
-use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, RemoveError, hashed_operator};
+use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, RemoveError, alloc, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 use crate::membership::Bloom;
 
@@ -159,7 +159,7 @@ impl CountingBloom {
         let Ok(words) = usize::try_from((counters << width.log2()).div_ceil(64)) else {
             return Err(ConfigError::new("counters", counters, "a length this platform can address"));
         };
-        Ok(Self { words: vec![0; words], counters, hashes, width, seed, items: 0 })
+        Ok(Self { words: alloc::filled(words, "counters", counters)?, counters, hashes, width, seed, items: 0 })
     }
 
     /// The smallest filter of 4-bit counters whose false-positive rate after
@@ -178,9 +178,28 @@ impl CountingBloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_false_positive_rate(expected_items: u64, false_positive_rate: f64) -> Result<Self, ConfigError> {
+        Self::with_false_positive_rate_and_seed(expected_items, false_positive_rate, DEFAULT_SEED)
+    }
+
+    /// [`with_false_positive_rate`](Self::with_false_positive_rate), hashing with `seed`: on
+    /// untrusted items, a secret seed keeps an adversary from choosing items whose counters
+    /// are the members' (false positives on demand, and removals that take members out).
+    ///
+    /// ```
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let f = CountingBloom::with_false_positive_rate_and_seed(1000, 0.01, 0x5EC2E7)?;
+    /// assert_eq!((f.counters(), f.seed()), (9586, 0x5EC2E7));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_false_positive_rate_and_seed(
+        expected_items: u64,
+        false_positive_rate: f64,
+        seed: u64,
+    ) -> Result<Self, ConfigError> {
         let max = MAX_COUNTER_BITS >> CounterWidth::Four.log2();
         let (counters, hashes) = optimal_size(expected_items, false_positive_rate, max, "at most 2^31 counters")?;
-        Self::new(counters, hashes)
+        Self::with_params(counters, hashes, CounterWidth::Four, seed)
     }
 
     /// A copy of this filter with counters of another width. Widening keeps every count, and
@@ -654,7 +673,21 @@ impl CountingBloom {
         if spare > 0 && raw.last().is_some_and(|&w| w >> (64 - spare) != 0) {
             return Err(DecodeError::InvalidField { field: "counters", reason: "bits set past the last counter" });
         }
-        Ok(Self { words: raw, counters, hashes, width, seed, items })
+        let filter = Self { words: raw, counters, hashes, width, seed, items };
+        // Without a saturated counter (saturation is sticky, so none ever was), every
+        // insertion added exactly `k` to the counters and every removal took `k` away, and a
+        // merge added both filters' counts: the counters sum to `k` times the items. (The
+        // count of items saturates only once some counter has.)
+        if filter.saturated_counters() == 0 {
+            let sum: u128 = (0..counters as usize).map(|i| u128::from(filter.counter(i))).sum();
+            if sum != u128::from(hashes) * u128::from(items) {
+                return Err(DecodeError::InvalidField {
+                    field: "items",
+                    reason: "not the counters' sum over the hashes per item",
+                });
+            }
+        }
+        Ok(filter)
     }
 
     /// Counter `i`.
@@ -722,6 +755,10 @@ impl fmt::Debug for CountingBloom {
 hashed_operator!(CountingBloom);
 
 impl Mergeable for CountingBloom {
+    fn size_in_bytes(&self) -> usize {
+        CountingBloom::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         CountingBloom::merge(self, other)
     }

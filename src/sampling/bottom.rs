@@ -91,9 +91,10 @@ impl<T> Bottom<T> {
             return;
         }
         // Once full, only entries below the largest key kept can enter: clone only those.
-        let threshold = self.threshold().unwrap_or(f64::INFINITY);
+        // (Before, every entry: keys may be +∞, from the tiniest weights.)
+        let threshold = self.threshold();
         let mut all = std::mem::take(&mut self.heap).into_vec();
-        all.extend(other.heap.iter().filter(|k| k.key < threshold).cloned());
+        all.extend(other.heap.iter().filter(|k| threshold.is_none_or(|t| k.key < t)).cloned());
         if all.len() > self.capacity {
             // The `capacity` smallest end up before index `capacity`.
             all.select_nth_unstable(self.capacity);

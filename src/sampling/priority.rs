@@ -5,6 +5,7 @@ use std::fmt;
 
 use super::state::State;
 use crate::codec::{Family, Item};
+use crate::core::random::{UNIFORM_MAX, UNIFORM_MIN};
 use crate::core::{ConfigError, DecodeError, Estimate, MergeError, Mergeable, Operator, Weight};
 
 /// A priority sample of `capacity` weighted items, from which the total weight of *any*
@@ -105,7 +106,8 @@ impl<T> PrioritySample<T> {
     }
 
     /// The threshold `τ`: the `(k+1)`-th highest priority, or 0 while at most `k` items were
-    /// seen (every item is then sampled and estimated exactly).
+    /// seen (every item is then sampled and estimated exactly); at most `f64::MAX`, which a
+    /// priority `w/U` passes only for weights near it.
     ///
     /// ```
     /// # use synopses::sampling::PrioritySample;
@@ -118,11 +120,18 @@ impl<T> PrioritySample<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn threshold(&self) -> f64 {
-        self.state.sample.threshold().map_or(0.0, |key| 1.0 / key)
+        // A key can be as small as 0 (a weight near `f64::MAX`): τ saturates there.
+        self.state.sample.threshold().map_or(0.0, |key| (1.0 / key).min(f64::MAX))
     }
 
-    /// The sampled items: each item, its weight, and its estimated weight `max(w, τ)`, in no
-    /// particular order. At most `k` of them.
+    /// The sampled items: each item, its weight, and its estimated weight `max(w, τ)`, in
+    /// increasing order of their keys `U/w` (then of their weights). At most `k` of them.
+    ///
+    /// When the largest keys tie (keys of weights near `f64::MAX` underflow to the same
+    /// value), which of the tied entries only sets `τ` is not defined: all `t` of them are
+    /// listed instead, each with its estimated weight times `(t − 1)/t`, the share of the
+    /// places they fill together. One state then has one answer, whatever order it was built
+    /// in.
     ///
     /// ```
     /// # use synopses::sampling::PrioritySample;
@@ -137,17 +146,29 @@ impl<T> PrioritySample<T> {
     /// ```
     pub fn sample(&self) -> impl Iterator<Item = (&T, f64, f64)> {
         let tau = self.threshold();
-        let cut = self.state.sample.threshold();
-        self.state
-            .sample
-            .iter()
-            // The entry of the largest key, when the sample is full, only sets τ.
-            .filter(move |k| cut.is_none_or(|c| k.key < c))
-            .map(move |k| (&k.item.0, k.item.1, k.item.1.max(tau)))
+        let mut entries: Vec<_> = self.state.sample.iter().collect();
+        // A canonical order, so that sums over the sample round the same way for one state.
+        entries.sort_unstable_by(|a, b| a.key.total_cmp(&b.key).then(a.item.1.total_cmp(&b.item.1)));
+        // The entries of the largest key, when the sample is full, set τ: one of them in the
+        // sample's place, shared by all.
+        let cut = self.state.sample.threshold().map(|cut| {
+            let tied = entries.iter().filter(|k| k.key.to_bits() == cut.to_bits()).count().max(1);
+            (cut.to_bits(), (tied - 1) as f64 / tied as f64)
+        });
+        entries.into_iter().filter_map(move |k| {
+            let estimate = k.item.1.max(tau);
+            match cut {
+                Some((bits, share)) if k.key.to_bits() == bits => {
+                    (share > 0.0).then_some((&k.item.0, k.item.1, estimate * share))
+                }
+                _ => Some((&k.item.0, k.item.1, estimate)),
+            }
+        })
     }
 
     /// The estimated total weight of the items that satisfy `predicate`, with the unbiased
     /// estimate of its variance `Σ τ·max(0, τ − w_i)` over the sampled items of the subset.
+    /// Either saturates at `f64::MAX` (a variance does from weights near `10^154`).
     ///
     /// Both are unbiased at any size, but the normal interval
     /// ([`Estimate::bounds`]) needs a fair number of the subset's items in the sample: with
@@ -173,10 +194,13 @@ impl<T> PrioritySample<T> {
         for (item, w, estimate) in self.sample() {
             if predicate(item) {
                 value += estimate;
-                variance += tau * (tau - w).max(0.0);
+                // (A tied entry's share scales its variance term as its estimate.)
+                let share = if estimate > 0.0 { estimate / w.max(tau) } else { 0.0 };
+                variance += tau * (tau - w).max(0.0) * share;
             }
         }
-        Estimate { value, variance }
+        // Both sums are of non-negative terms: past `f64::MAX` they saturate there.
+        Estimate { value: value.min(f64::MAX), variance: variance.min(f64::MAX) }
     }
 
     /// How many random numbers the sampler has drawn: one per item.
@@ -337,9 +361,10 @@ impl<T: Item> PrioritySample<T> {
         // The sample keeps k + 1 items: the (k + 1)-th priority is the threshold.
         let (state, total_weight) =
             State::decode_weighted(bytes, Family::PrioritySample, 1, |key, (_, w): &(T, f64)| {
-                // `U / w` with `U` in (0, 1), which overflows to +∞ only for weights below
-                // `1 / f64::MAX` (`2 / f64::MAX` leaves room for rounding among subnormals).
-                Weight::new(*w).is_ok() && key >= 0.0 && (key.is_finite() && key * w <= 1.0 || *w < 2.0 / f64::MAX)
+                // `U / w` with `U` from `2^−53` to `1 − 2^−53`, rounded as the sampler rounds
+                // it: the bounds are the same divisions, and division is monotone. (A weight
+                // near `f64::MAX` can give 0, a tiny one +∞: both reachable.)
+                Weight::new(*w).is_ok() && key >= UNIFORM_MIN / w && key <= UNIFORM_MAX / w
             })?;
         Ok(Self { state, total_weight })
     }
@@ -382,6 +407,10 @@ impl<'a, T: Clone> Operator<&'a (T, Weight)> for PrioritySample<T> {
 }
 
 impl<T: Clone> Mergeable for PrioritySample<T> {
+    fn size_in_bytes(&self) -> usize {
+        PrioritySample::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         PrioritySample::merge(self, other)
     }

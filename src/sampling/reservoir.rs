@@ -429,6 +429,10 @@ impl<T> Extend<T> for Reservoir<T> {
 }
 
 impl<T: Clone> Mergeable for Reservoir<T> {
+    fn size_in_bytes(&self) -> usize {
+        Reservoir::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         Reservoir::merge(self, other)
     }

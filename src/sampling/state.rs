@@ -200,6 +200,14 @@ impl<U: Item> State<(U, f64)> {
         }
         let state = State::decode(&mut r, capacity + extra, valid)?;
         r.finish()?;
+        // The total is a sum of every weight seen, the sampled ones among them. Floating-point
+        // sums of `n` terms are within `n·2^−53` of the truth, relatively (`n`: the items
+        // seen, plus the sample's own sum); a saturated total is `f64::MAX`.
+        let sampled = state.sample.iter().map(|keyed| keyed.item.1).sum::<f64>().min(f64::MAX);
+        let terms = (state.seen as f64 + state.sample.len() as f64 + 2.0) * f64::EPSILON;
+        if total_weight < sampled * (1.0 - terms) {
+            return Err(DecodeError::InvalidField { field: "total weight", reason: "below the sampled weights" });
+        }
         Ok((state, total_weight))
     }
 }

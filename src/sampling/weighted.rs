@@ -5,6 +5,7 @@ use std::fmt;
 
 use super::state::State;
 use crate::codec::{Family, Item};
+use crate::core::random::EXPONENTIAL_MAX;
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator, Weight};
 
 /// A weighted random sample of at most `capacity` items, without replacement: as if the
@@ -359,7 +360,9 @@ impl<T: Item> WeightedReservoir<T> {
                 // `E / w` underflows to 0 for the largest weights, and overflows to +∞ only for
                 // weights below `64 / f64::MAX` (`E = −ln(1 − U·P)` stays below 37 for the
                 // generator's `U`, which is at most `1 − 2^−53`).
-                key >= 0.0 && Weight::new(*w).is_ok() && (key.is_finite() || *w < 64.0 / f64::MAX)
+                // (`E` is at most 37, so a key is at most `37 / w`, rounded as the sampler
+                // rounds it.)
+                key >= 0.0 && Weight::new(*w).is_ok() && key <= EXPONENTIAL_MAX / w
             })?;
         let mut out = Self { state, total_weight, jump: 0.0 };
         if out.state.sample.is_full() {
@@ -406,6 +409,10 @@ impl<'a, T: Clone> Operator<&'a (T, Weight)> for WeightedReservoir<T> {
 }
 
 impl<T: Clone> Mergeable for WeightedReservoir<T> {
+    fn size_in_bytes(&self) -> usize {
+        WeightedReservoir::size_in_bytes(self)
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         WeightedReservoir::merge(self, other)
     }

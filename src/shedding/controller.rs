@@ -42,6 +42,39 @@ impl Load {
     pub fn input_rate(&self) -> f64 {
         if self.elapsed > 0.0 { self.offered as f64 / self.elapsed } else { 0.0 }
     }
+
+    /// Whether a controller can act on this load: `elapsed`, `cost_per_item` and
+    /// `queue_delay` finite numbers at least 0, and an elapsed time long enough that the
+    /// input rate is finite (a clock reading of 10^-320 s would make it infinite). The error
+    /// names the first field that fails. The controllers of this crate ignore a step whose
+    /// load fails (one bad reading cannot poison them), and
+    /// [`LoadShedder::control`](super::LoadShedder::control) refuses it.
+    ///
+    /// ```
+    /// # use synopses::shedding::Load;
+    /// let ok = Load { offered: 10, elapsed: 0.01, queue_len: 3, cost_per_item: 0.001, queue_delay: 0.003 };
+    /// assert!(ok.validate().is_ok());
+    /// let instant = Load { elapsed: 1e-320, ..ok };
+    /// assert_eq!(instant.validate().unwrap_err().parameter(), "elapsed");
+    /// assert_eq!(Load { cost_per_item: -1.0, ..ok }.validate().unwrap_err().parameter(), "cost_per_item");
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let at_least_zero = |x: f64| x >= 0.0 && x.is_finite();
+        if !at_least_zero(self.elapsed) || !self.input_rate().is_finite() {
+            return Err(ConfigError::new(
+                "elapsed",
+                self.elapsed,
+                "a finite number of seconds ≥ 0, long enough for a finite input rate",
+            ));
+        }
+        if !at_least_zero(self.cost_per_item) {
+            return Err(ConfigError::new("cost_per_item", self.cost_per_item, "a finite number of seconds ≥ 0"));
+        }
+        if !at_least_zero(self.queue_delay) {
+            return Err(ConfigError::new("queue_delay", self.queue_delay, "a finite number of seconds ≥ 0"));
+        }
+        Ok(())
+    }
 }
 
 /// Sets the keep probability of a [`LoadShedder`](super::LoadShedder) from the load it sees.
@@ -58,7 +91,8 @@ pub trait RateController {
     /// The keep probability in force, in `[MIN_KEEP_PROBABILITY, 1]`.
     fn keep_probability(&self) -> f64;
 
-    /// Takes one control step.
+    /// Takes one control step. A controller must stay usable whatever the load: the
+    /// controllers of this crate ignore a load that fails [`Load::validate`].
     fn update(&mut self, load: &Load);
 }
 
@@ -199,24 +233,36 @@ impl Headroom {
     }
 }
 
+/// A reading more than this factor above or below the smoothed rate (both above zero) starts
+/// the average afresh instead of entering it: a real change of that size is a new regime,
+/// and a freak reading (a clock that moved by a nanosecond) then sways one step, not the many
+/// an exponential average would take to forget it.
+const LEVEL_SHIFT: f64 = 1024.0;
+
 impl RateController for Headroom {
     fn keep_probability(&self) -> f64 {
         self.keep_probability
     }
 
     fn update(&mut self, load: &Load) {
-        if load.elapsed <= 0.0 {
+        if load.validate().is_err() || load.elapsed == 0.0 {
             return;
         }
         let observed = load.input_rate();
-        let rate = self.rate.map_or(observed, |r| r + self.smoothing * (observed - r));
+        let rate = match self.rate {
+            Some(r) if r > 0.0 && observed > 0.0 && (observed > r * LEVEL_SHIFT || observed * LEVEL_SHIFT < r) => {
+                observed
+            }
+            Some(r) => r + self.smoothing * (observed - r),
+            None => observed,
+        };
         self.rate = Some(rate);
         let demand = rate * load.cost_per_item;
         let budget = self.headroom * self.capacity - load.queue_len as f64 * load.cost_per_item / self.drain_time;
-        self.keep_probability = if demand > 0.0 { (budget / demand).clamp(MIN_KEEP_PROBABILITY, 1.0) } else { 1.0 };
-        if self.keep_probability.is_nan() {
-            self.keep_probability = 1.0;
-        }
+        let keep = if demand > 0.0 { budget / demand } else { 1.0 };
+        // A demand or backlog beyond the floats (`−∞ / ∞`) is an overload beyond measure.
+        self.keep_probability =
+            if keep.is_nan() { MIN_KEEP_PROBABILITY } else { keep.clamp(MIN_KEEP_PROBABILITY, 1.0) };
     }
 }
 
@@ -273,7 +319,7 @@ impl RateController for PiController {
     }
 
     fn update(&mut self, load: &Load) {
-        if !(load.elapsed > 0.0 && load.elapsed.is_finite() && load.queue_delay.is_finite()) {
+        if load.validate().is_err() || load.elapsed == 0.0 {
             return;
         }
         // Saturate the error so that a huge delay does not swing p in one step.

@@ -5,8 +5,9 @@ use std::fmt;
 
 use super::controller::{Load, RateController};
 use super::policy::{DropPolicy, PartPolicy};
+use crate::core::extended::Extended;
 use crate::core::random::part_stream;
-use crate::core::{Estimate, MergeError, Mergeable, Operator, Weight};
+use crate::core::{ConfigError, Estimate, MergeError, Mergeable, Operator, Weight};
 
 /// Counts of what a load shedder was offered and kept.
 ///
@@ -111,10 +112,10 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
         P: DropPolicy<T>,
         O: Operator<(T, Weight)>,
     {
-        self.stats.offered += 1;
+        self.stats.offered = self.stats.offered.saturating_add(1);
         match self.policy.decide(&item, self.controller.keep_probability()) {
             Some(weight) => {
-                self.stats.kept += 1;
+                self.stats.kept = self.stats.kept.saturating_add(1);
                 self.inner.observe((item, weight));
                 true
             }
@@ -148,13 +149,18 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
             kept += 1;
             inner.observe((item.clone(), weight));
         });
-        self.stats.offered += items.len() as u64;
-        self.stats.kept += kept;
+        self.stats.offered = self.stats.offered.saturating_add(items.len() as u64);
+        self.stats.kept = self.stats.kept.saturating_add(kept);
     }
 
     /// Takes one control step: the controller sees `load`, with `load.offered` replaced by
     /// the number of items offered since the previous step, and sets the keep probability for
     /// the items that follow.
+    ///
+    /// A load that cannot be acted on ([`Load::validate`]: a time, cost or delay that is not
+    /// a finite number at least 0, or an elapsed time too short for a finite rate) is refused
+    /// with a [`ConfigError`] naming the field: the controller does not see it, and the items
+    /// offered since the previous step count toward the next one.
     ///
     /// ```
     /// use synopses::shedding::{Headroom, HorvitzThompson, Load, LoadShedder, RandomDrop};
@@ -164,14 +170,18 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     ///     s.offer(x);
     /// }
     /// // One second went by; items cost 1 ms: 3 s of work offered per second, 0.9 affordable.
-    /// s.control(Load { offered: 0, elapsed: 1.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 });
+    /// s.control(Load { offered: 0, elapsed: 1.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 })?;
     /// assert!((s.keep_probability() - 0.3).abs() < 1e-9);
+    /// let broken = Load { offered: 0, elapsed: f64::NAN, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 };
+    /// assert_eq!(s.control(broken).unwrap_err().parameter(), "elapsed");
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn control(&mut self, load: Load) {
-        let offered = self.stats.offered - self.offered_at_control;
-        self.controller.update(&Load { offered, ..load });
+    pub fn control(&mut self, load: Load) -> Result<(), ConfigError> {
+        let load = Load { offered: self.stats.offered.saturating_sub(self.offered_at_control), ..load };
+        load.validate()?;
+        self.controller.update(&load);
         self.offered_at_control = self.stats.offered;
+        Ok(())
     }
 
     /// The keep probability in force.
@@ -268,16 +278,23 @@ impl<T, O: Operator<(T, Weight)>, P: DropPolicy<T>, C: RateController> Operator<
 }
 
 impl<O: Mergeable, P: PartPolicy + Clone, C: RateController + Clone> Mergeable for LoadShedder<O, P, C> {
+    /// The shedder and its inner operator's heap (a policy or controller's own heap, such as
+    /// a semantic policy's window, is not counted).
+    fn size_in_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() - std::mem::size_of::<O>() + self.inner.size_in_bytes()
+    }
+
     /// Merges the inner operators and adds the counts; the policy and controller of `self`
     /// stay as they are (each partition controls its own rate).
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         let both_used = self.stats.offered > 0 && other.stats.offered > 0;
         self.policy.check_merge(&other.policy, both_used)?;
         self.inner.merge(&other.inner)?;
-        self.stats.offered += other.stats.offered;
-        self.stats.kept += other.stats.kept;
+        // (Counts saturate at `u64::MAX`.)
+        self.stats.offered = self.stats.offered.saturating_add(other.stats.offered);
+        self.stats.kept = self.stats.kept.saturating_add(other.stats.kept);
         // Items another partition was offered are not this controller's load.
-        self.offered_at_control += other.stats.offered;
+        self.offered_at_control = self.offered_at_control.saturating_add(other.stats.offered);
         Ok(())
     }
 
@@ -321,6 +338,10 @@ impl<T, O: Operator<T>> Operator<(T, Weight)> for Unweighted<O> {
 }
 
 impl<O: Mergeable> Mergeable for Unweighted<O> {
+    fn size_in_bytes(&self) -> usize {
+        self.0.size_in_bytes()
+    }
+
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         self.0.merge(&other.0)
     }
@@ -374,6 +395,13 @@ value_as_f64!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 /// occurrence of a key is kept or dropped together, so the variance estimates, which assume
 /// independent choices, are too small when keys repeat.
 ///
+/// Every answer is finite. The sums are kept in plain floats while they stay finite, and from
+/// the first that would pass `f64::MAX` in a float with a wider exponent, so a mean of values
+/// near `f64::MAX` with weights near `f64::MAX` is still their mean; a count, sum or variance
+/// beyond `f64::MAX` is answered as `±f64::MAX`. A value that is not a finite number (a NaN
+/// reading) is not summed: it is counted in [`skipped`](Self::skipped). The count of kept
+/// items saturates at `u64::MAX`.
+///
 /// ```
 /// use synopses::core::{Confidence, Weight};
 /// use synopses::shedding::HorvitzThompson;
@@ -389,13 +417,79 @@ value_as_f64!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct HorvitzThompson {
     kept: u64,
-    /// Σ w, Σ w·y.
-    count: f64,
-    sum: f64,
-    /// Σ w(w − 1), Σ w(w − 1)·y, Σ w(w − 1)·y².
-    spread: f64,
-    spread_y: f64,
-    spread_yy: f64,
+    skipped: u64,
+    sums: Sums,
+}
+
+/// Σ w, Σ w·y, Σ w(w − 1), Σ w(w − 1)·y, Σ w(w − 1)·y²: plain floats while every one stays
+/// finite (the fast path, a handful of instructions per item), extended ones from the first
+/// observation or merge that would take one past `f64::MAX`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Sums {
+    Plain([f64; 5]),
+    Extended([Extended; 5]),
+}
+
+impl Default for Sums {
+    fn default() -> Self {
+        Self::Plain([0.0; 5])
+    }
+}
+
+impl Sums {
+    /// The terms of one kept item, as products of its weight and value.
+    fn extended_terms(w: f64, y: f64) -> [Extended; 5] {
+        [
+            Extended::new(w),
+            Extended::product(&[w, y]),
+            Extended::product(&[w, w - 1.0]),
+            Extended::product(&[w, w - 1.0, y]),
+            Extended::product(&[w, w - 1.0, y, y]),
+        ]
+    }
+
+    fn to_extended(self) -> [Extended; 5] {
+        match self {
+            Self::Plain(s) => s.map(Extended::new),
+            Self::Extended(s) => s,
+        }
+    }
+
+    fn add(&mut self, w: f64, y: f64) {
+        if let Self::Plain(s) = self {
+            let spread = w * (w - 1.0);
+            let next = [s[0] + w, s[1] + w * y, s[2] + spread, s[3] + spread * y, s[4] + spread * y * y];
+            if next.iter().all(|x| x.is_finite()) {
+                *s = next;
+                return;
+            }
+        }
+        let terms = Self::extended_terms(w, y);
+        let mut sums = self.to_extended();
+        sums.iter_mut().zip(terms).for_each(|(a, b)| *a = a.add(b));
+        *self = Self::Extended(sums);
+    }
+
+    fn merge(&mut self, other: &Self) {
+        if let (Self::Plain(a), Self::Plain(b)) = (&mut *self, other) {
+            let next = [a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4]];
+            if next.iter().all(|x| x.is_finite()) {
+                *a = next;
+                return;
+            }
+        }
+        let mut sums = self.to_extended();
+        sums.iter_mut().zip(other.to_extended()).for_each(|(a, b)| *a = a.add(b));
+        *self = Self::Extended(sums);
+    }
+
+    /// Sum `i`, saturating at `±f64::MAX`.
+    fn get(&self, i: usize) -> f64 {
+        match self {
+            Self::Plain(s) => s[i],
+            Self::Extended(s) => s[i].to_f64(),
+        }
+    }
 }
 
 impl HorvitzThompson {
@@ -411,27 +505,28 @@ impl HorvitzThompson {
 
     /// Adds a kept item of value `value` and weight `weight`: the inverse of the probability
     /// it was kept with, so at least 1 (a smaller weight makes the variance terms
-    /// `w(w − 1)` negative; the variance estimates are then clamped at 0).
+    /// `w(w − 1)` negative; the variance estimates are then clamped at 0). A value that is
+    /// not finite is not summed, and is counted in [`skipped`](Self::skipped).
     ///
     /// ```
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
     /// ht.observe(2.0, Weight::ONE);
-    /// assert_eq!(ht.sum().value, 2.0);
+    /// ht.observe(f64::NAN, Weight::ONE);
+    /// assert_eq!((ht.sum().value, ht.kept(), ht.skipped()), (2.0, 1, 1));
     /// ```
+    #[inline]
     pub fn observe(&mut self, value: f64, weight: Weight) {
-        let w = weight.get();
-        let spread = w * (w - 1.0);
-        self.kept += 1;
-        self.count += w;
-        self.sum += w * value;
-        self.spread += spread;
-        self.spread_y += spread * value;
-        self.spread_yy += spread * value * value;
+        if !value.is_finite() {
+            self.skipped = self.skipped.saturating_add(1);
+            return;
+        }
+        self.kept = self.kept.saturating_add(1);
+        self.sums.add(weight.get(), value);
     }
 
-    /// The number of items kept (seen by the estimator).
+    /// The number of items kept (seen by the estimator), saturating at `u64::MAX`.
     ///
     /// ```
     /// # use synopses::shedding::HorvitzThompson;
@@ -445,7 +540,22 @@ impl HorvitzThompson {
         self.kept
     }
 
-    /// The estimated number of items offered, `Σ w`.
+    /// The number of items whose value was not a finite number, and which no estimate
+    /// includes (saturating at `u64::MAX`).
+    ///
+    /// ```
+    /// # use synopses::shedding::HorvitzThompson;
+    /// # use synopses::core::Weight;
+    /// let mut ht = HorvitzThompson::new();
+    /// ht.observe(f64::INFINITY, Weight::new(10.0)?);
+    /// assert_eq!((ht.skipped(), ht.count().value), (1, 0.0));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// The estimated number of items offered, `Σ w` (at most `f64::MAX`).
     ///
     /// ```
     /// # use synopses::shedding::HorvitzThompson;
@@ -456,10 +566,10 @@ impl HorvitzThompson {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn count(&self) -> Estimate {
-        Estimate { value: self.count, variance: self.spread.max(0.0) }
+        Estimate { value: self.sums.get(0), variance: self.sums.get(2).max(0.0) }
     }
 
-    /// The estimated sum of the values offered, `Σ w·y`.
+    /// The estimated sum of the values offered, `Σ w·y` (within `±f64::MAX`).
     ///
     /// ```
     /// # use synopses::shedding::HorvitzThompson;
@@ -470,11 +580,12 @@ impl HorvitzThompson {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn sum(&self) -> Estimate {
-        Estimate { value: self.sum, variance: self.spread_yy.max(0.0) }
+        Estimate { value: self.sums.get(1), variance: self.sums.get(4).max(0.0) }
     }
 
     /// The estimated mean of the values offered, `Σ w·y / Σ w` (0 before any item), with the
-    /// linearized variance of the ratio.
+    /// linearized variance of the ratio. Computed from the sums in a wider exponent, so it
+    /// is the mean even where the sums pass `f64::MAX`.
     ///
     /// ```
     /// # use synopses::shedding::HorvitzThompson;
@@ -483,15 +594,23 @@ impl HorvitzThompson {
     /// ht.observe(3.0, Weight::new(10.0)?);
     /// ht.observe(5.0, Weight::new(10.0)?);
     /// assert_eq!(ht.mean().value, 4.0);
+    /// let mut huge = HorvitzThompson::new();
+    /// huge.observe(f64::MAX, Weight::new(f64::MAX)?);
+    /// huge.observe(f64::MAX, Weight::new(f64::MAX)?);
+    /// assert_eq!(huge.mean().value, f64::MAX);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn mean(&self) -> Estimate {
-        if self.count <= 0.0 {
+        let [count, sum, spread, spread_y, spread_yy] = self.sums.to_extended();
+        if count.signum() != std::cmp::Ordering::Greater {
             return Estimate { value: 0.0, variance: 0.0 };
         }
-        let mean = self.sum / self.count;
-        let spread = self.spread_yy - 2.0 * mean * self.spread_y + mean * mean * self.spread;
-        Estimate { value: mean, variance: spread.max(0.0) / (self.count * self.count) }
+        let mean = sum.div(count);
+        let two_mean = mean.mul(Extended::new(2.0));
+        let spread = spread_yy.sub(two_mean.mul(spread_y)).add(mean.mul(mean).mul(spread));
+        let variance =
+            if spread.signum() == std::cmp::Ordering::Greater { spread.div(count.mul(count)).to_f64() } else { 0.0 };
+        Estimate { value: mean.to_f64(), variance }
     }
 }
 
@@ -502,14 +621,12 @@ impl<T: Value> Operator<(T, Weight)> for HorvitzThompson {
 }
 
 impl Mergeable for HorvitzThompson {
-    /// Adds the sums: exactly the estimator of both sets of kept items.
+    /// Adds the sums: exactly the estimator of both sets of kept items (the counts of items
+    /// saturate at `u64::MAX`).
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
-        self.kept += other.kept;
-        self.count += other.count;
-        self.sum += other.sum;
-        self.spread += other.spread;
-        self.spread_y += other.spread_y;
-        self.spread_yy += other.spread_yy;
+        self.kept = self.kept.saturating_add(other.kept);
+        self.skipped = self.skipped.saturating_add(other.skipped);
+        self.sums.merge(&other.sums);
         Ok(())
     }
 

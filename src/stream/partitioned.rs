@@ -1,8 +1,8 @@
 //! The partitioned runner: N instances of an operator behind a partitioner. The teaching
 //! text is in the [family docs](super).
 
-use super::partitioner::{Partitioner, ROUTING_SEED};
-use crate::core::{MergeError, Mergeable, Operator};
+use super::partitioner::Partitioner;
+use crate::core::{ConfigError, MergeError, Mergeable, Operator};
 use crate::hash::Hashable;
 
 /// `N` instances of a mergeable operator, one per worker of a [`Partitioner`]: items are
@@ -20,7 +20,7 @@ use crate::hash::Hashable;
 /// use synopses::cardinality::HyperLogLog;
 /// use synopses::stream::{PartialKeyGrouping, Partitioned};
 ///
-/// let mut parts = Partitioned::new(&HyperLogLog::new(12)?, PartialKeyGrouping::new(4)?);
+/// let mut parts = Partitioned::new(&HyperLogLog::new(12)?, PartialKeyGrouping::new(4)?)?;
 /// for i in 0..100_000_u64 {
 ///     parts.observe(i % 30_000);
 /// }
@@ -39,18 +39,49 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// One empty instance per worker of `partitioner`, part `i` made by
     /// [`empty_part(i)`](Mergeable::empty_part) of `proto` (its configuration, not its state).
     ///
+    /// The parts are checked before they are made: their memory, the
+    /// [`size_in_bytes`](Mergeable::size_in_bytes) of an empty part times the number of
+    /// workers, must be at most [`MAX_BYTES`](Self::MAX_BYTES) (64 GiB), and the list of parts
+    /// must be allocatable; otherwise a [`ConfigError`] naming `workers` (a Count-Min of
+    /// 64 MiB on 65 536 workers would ask for 4 TiB).
+    ///
     /// ```
     /// use synopses::frequency::CountMin;
     /// use synopses::stream::{KeyGrouping, Partitioned};
     ///
-    /// let parts = Partitioned::new(&CountMin::new(1024, 4)?, KeyGrouping::new(8)?);
+    /// let parts = Partitioned::new(&CountMin::new(1024, 4)?, KeyGrouping::new(8)?)?;
     /// assert_eq!(parts.parts().len(), 8);
+    /// let huge = Partitioned::new(&CountMin::new(1 << 20, 8)?, KeyGrouping::new(65_536)?);
+    /// assert_eq!(huge.err().map(|e| e.parameter()), Some("workers"));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn new(proto: &O, partitioner: P) -> Self {
-        let parts = (0..partitioner.workers()).map(|i| proto.empty_part(i as u64)).collect();
-        Self { parts, partitioner }
+    pub fn new(proto: &O, partitioner: P) -> Result<Self, ConfigError> {
+        let workers = partitioner.workers();
+        let Some(first) = (workers > 0).then(|| proto.empty_part(0)) else {
+            return Err(ConfigError::new("workers", 0, "at least 1"));
+        };
+        let bytes = (first.size_in_bytes() as u128).saturating_mul(workers as u128);
+        let too_many =
+            || ConfigError::new("workers", workers, "a number whose parts fit in 64 GiB (and can be allocated)");
+        if bytes > Self::MAX_BYTES as u128 {
+            return Err(too_many());
+        }
+        let mut parts = Vec::new();
+        parts.try_reserve_exact(workers).map_err(|_| too_many())?;
+        parts.push(first);
+        parts.extend((1..workers).map(|i| proto.empty_part(i as u64)));
+        Ok(Self { parts, partitioner })
     }
+
+    /// The most memory the parts of a new [`Partitioned`] may take together: 64 GiB.
+    ///
+    /// ```
+    /// use synopses::stream::{KeyGrouping, Partitioned};
+    /// use synopses::frequency::CountMin;
+    ///
+    /// assert_eq!(Partitioned::<CountMin, KeyGrouping>::MAX_BYTES, 1 << 36);
+    /// ```
+    pub const MAX_BYTES: u64 = 1 << 36;
 
     /// Routes one item to its worker's instance.
     ///
@@ -58,7 +89,7 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// use synopses::cardinality::HyperLogLog;
     /// use synopses::stream::{KeyGrouping, Partitioned, Partitioner};
     ///
-    /// let mut parts = Partitioned::new(&HyperLogLog::new(10)?, KeyGrouping::new(2)?);
+    /// let mut parts = Partitioned::new(&HyperLogLog::new(10)?, KeyGrouping::new(2)?)?;
     /// parts.observe("a");
     /// assert_eq!(parts.partitioner().loads().iter().sum::<u64>(), 1);
     /// # Ok::<(), synopses::ConfigError>(())
@@ -82,7 +113,7 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// use synopses::sampling::WeightedReservoir;
     /// use synopses::stream::{PartialKeyGrouping, Partitioned};
     ///
-    /// let mut parts = Partitioned::new(&WeightedReservoir::new(5, 7)?, PartialKeyGrouping::new(4)?);
+    /// let mut parts = Partitioned::new(&WeightedReservoir::new(5, 7)?, PartialKeyGrouping::new(4)?)?;
     /// for flow in 0..1000_u64 {
     ///     parts.observe_by(&flow, (flow, Weight::new(1.0 + (flow % 10) as f64)?));
     /// }
@@ -108,7 +139,7 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// use synopses::stream::{Partitioned, ShuffleGrouping};
     ///
     /// let items: Vec<u64> = (0..10_000).collect();
-    /// let mut parts = Partitioned::new(&CountingBloom::new(50_000, 4)?, ShuffleGrouping::new(3)?);
+    /// let mut parts = Partitioned::new(&CountingBloom::new(50_000, 4)?, ShuffleGrouping::new(3)?)?;
     /// parts.observe_slice(&items);
     /// assert!(items.iter().all(|x| parts.merged().is_ok_and(|f| f.contains(x))));
     /// # Ok::<(), synopses::ConfigError>(())
@@ -144,7 +175,7 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// use synopses::stream::{KeyGrouping, Partitioned};
     ///
     /// let items: Vec<u64> = (0..1_000_000).collect();
-    /// let mut parts = Partitioned::new(&HyperLogLog::new(14)?, KeyGrouping::new(4)?);
+    /// let mut parts = Partitioned::new(&HyperLogLog::new(14)?, KeyGrouping::new(4)?)?;
     /// parts.par_observe(&items);
     /// let mut sequential = HyperLogLog::new(14)?;
     /// sequential.observe_all(&items);
@@ -207,7 +238,7 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// use synopses::frequency::CountMin;
     /// use synopses::stream::{KeyGrouping, Partitioned};
     ///
-    /// let mut parts = Partitioned::new(&CountMin::new(2048, 4)?, KeyGrouping::new(2)?);
+    /// let mut parts = Partitioned::new(&CountMin::new(2048, 4)?, KeyGrouping::new(2)?)?;
     /// parts.par_observe_iter((0..3_000_000_u64).map(|i| i % 1000));
     /// assert_eq!(parts.merged()?.estimate(7_u64), 3000);
     /// # Ok::<(), synopses::Error>(())
@@ -239,7 +270,7 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// use synopses::frequency::CountMin;
     /// use synopses::stream::{KeyGrouping, Partitioned};
     ///
-    /// let mut parts = Partitioned::new(&CountMin::new(1024, 4)?, KeyGrouping::new(4)?);
+    /// let mut parts = Partitioned::new(&CountMin::new(1024, 4)?, KeyGrouping::new(4)?)?;
     /// (0..1000_u64).for_each(|i| parts.observe(i % 10));
     /// assert_eq!(parts.merged()?.estimate(3_u64), 100);
     /// # Ok::<(), synopses::Error>(())
@@ -260,7 +291,7 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// use synopses::cardinality::HyperLogLog;
     /// use synopses::stream::{KeyGrouping, Partitioned};
     ///
-    /// let parts = Partitioned::new(&HyperLogLog::new(10)?, KeyGrouping::new(2)?);
+    /// let parts = Partitioned::new(&HyperLogLog::new(10)?, KeyGrouping::new(2)?)?;
     /// assert!(parts.parts().iter().all(|p| p.estimate() == 0.0));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -274,7 +305,7 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// use synopses::cardinality::HyperLogLog;
     /// use synopses::stream::{Partitioned, Partitioner, ShuffleGrouping};
     ///
-    /// let mut parts = Partitioned::new(&HyperLogLog::new(10)?, ShuffleGrouping::new(2)?);
+    /// let mut parts = Partitioned::new(&HyperLogLog::new(10)?, ShuffleGrouping::new(2)?)?;
     /// (0..10_u64).for_each(|i| parts.observe(i));
     /// assert_eq!(parts.partitioner().loads(), &[5, 5]);
     /// # Ok::<(), synopses::ConfigError>(())
@@ -306,8 +337,9 @@ fn route<T: Hashable, P: Partitioner>(partitioner: &mut P, items: &[T]) -> Vec<V
 fn route_into<T: Hashable, P: Partitioner>(partitioner: &mut P, items: &[T], lists: &mut [Vec<u32>]) {
     const COMPACT_UP_TO: usize = 8;
     let by_hash_alone = partitioner.choose(0).is_some();
+    let seed = partitioner.routing_seed();
     let route = |p: &mut P, item: &T| {
-        let hash = item.hash64(ROUTING_SEED);
+        let hash = item.hash64(seed);
         if by_hash_alone { p.choose(hash).unwrap_or(0) } else { p.route_hash(hash) }
     };
     if lists.len() > COMPACT_UP_TO {

@@ -6,8 +6,13 @@ use std::fmt;
 use crate::core::ConfigError;
 use crate::hash::{DEFAULT_SEED, Hashable, derived_index};
 
-/// The seed of the routing hash: distinct from the sketches' default seed, so the worker an
-/// item goes to says nothing about where it lands in the sketch it goes into.
+/// The seed of the routing hash unless a partitioner is given another (`with_seed`):
+/// distinct from the sketches' default seed, so the worker an item goes to says nothing about
+/// where it lands in the sketch it goes into.
+///
+/// It is public, and so is every item's route under it: an adversary who chooses the keys
+/// can send them all to one worker of a [`KeyGrouping`] (or to one pair of a
+/// [`PartialKeyGrouping`]). On untrusted keys, route with a secret seed.
 pub const ROUTING_SEED: u64 = DEFAULT_SEED ^ 0xA5A5_A5A5_A5A5_A5A5;
 
 /// The most workers a partitioner routes to.
@@ -37,7 +42,7 @@ pub trait Partitioner: Clone {
     fn workers(&self) -> usize;
 
     /// The worker of an item given by its routing hash (of its key, hashed with
-    /// [`ROUTING_SEED`]), counting it in that worker's load. Always below
+    /// [`routing_seed`](Self::routing_seed)), counting it in that worker's load. Always below
     /// [`workers`](Self::workers) (an index out of range drops the item).
     fn route_hash(&mut self, hash: u64) -> usize;
 
@@ -102,10 +107,23 @@ pub trait Partitioner: Clone {
         None
     }
 
+    /// The seed keys are hashed with to route them: [`ROUTING_SEED`] unless the partitioner
+    /// was given another.
+    ///
+    /// ```
+    /// use synopses::stream::{KeyGrouping, Partitioner, ROUTING_SEED};
+    /// assert_eq!(KeyGrouping::new(4)?.routing_seed(), ROUTING_SEED);
+    /// assert_eq!(KeyGrouping::with_seed(4, 99)?.routing_seed(), 99);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn routing_seed(&self) -> u64 {
+        ROUTING_SEED
+    }
+
     /// The worker of an item: its routing hash, then [`route_hash`](Self::route_hash).
     #[inline]
     fn route<T: Hashable + ?Sized>(&mut self, item: &T) -> usize {
-        self.route_hash(item.hash64(ROUTING_SEED))
+        self.route_hash(item.hash64(self.routing_seed()))
     }
 
     /// The load imbalance `(max − mean) / mean` of the workers' loads: 0 when perfectly
@@ -121,7 +139,8 @@ pub trait Partitioner: Clone {
     /// ```
     fn imbalance(&self) -> f64 {
         let loads = self.loads();
-        let total: u64 = loads.iter().sum();
+        // (In 128 bits: 65 536 loads of up to 2^64 − 1 each cannot overflow it.)
+        let total: u128 = loads.iter().map(|&l| u128::from(l)).sum();
         if total == 0 || loads.is_empty() {
             return 0.0;
         }
@@ -153,16 +172,18 @@ impl Loads {
         self.0.get(worker).copied().unwrap_or(u64::MAX)
     }
 
-    /// Counts `items` for `worker` (nothing out of range, where the items are dropped).
+    /// Counts `items` for `worker` (nothing out of range, where the items are dropped),
+    /// saturating at `u64::MAX`.
     #[inline]
     fn add(&mut self, worker: usize, items: u64) {
         if let Some(load) = self.0.get_mut(worker) {
-            *load += items;
+            *load = load.saturating_add(items);
         }
     }
 
+    /// Adds another sender's loads, saturating at `u64::MAX`.
     fn absorb(&mut self, other: &Self) {
-        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| *a += b);
+        self.0.iter_mut().zip(&other.0).for_each(|(a, b)| *a = a.saturating_add(*b));
     }
 
     /// The same workers with no load: a new sender's.
@@ -204,24 +225,43 @@ fn candidate(hash: u64, i: usize, workers: usize) -> usize {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyGrouping {
     loads: Loads,
+    seed: u64,
 }
 
 impl KeyGrouping {
-    /// Key grouping over `workers` workers (`1..=65536`).
+    /// Key grouping over `workers` workers (`1..=65536`), routing with [`ROUTING_SEED`].
     ///
     /// ```
     /// # use synopses::stream::KeyGrouping;
     /// assert!(KeyGrouping::new(0).is_err());
     /// ```
     pub fn new(workers: usize) -> Result<Self, ConfigError> {
+        Self::with_seed(workers, ROUTING_SEED)
+    }
+
+    /// Key grouping over `workers` workers, hashing keys with `seed` (a secret one keeps an
+    /// adversary from choosing keys that all go to one worker).
+    ///
+    /// ```
+    /// use synopses::stream::{KeyGrouping, Partitioner};
+    ///
+    /// let mut p = KeyGrouping::with_seed(8, 0x5EC2E7)?;
+    /// assert!(p.route(&"user-1") < 8);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_seed(workers: usize, seed: u64) -> Result<Self, ConfigError> {
         check_workers(workers)?;
-        Ok(Self { loads: Loads::new(workers) })
+        Ok(Self { loads: Loads::new(workers), seed })
     }
 }
 
 impl Partitioner for KeyGrouping {
     fn workers(&self) -> usize {
         self.loads.workers()
+    }
+
+    fn routing_seed(&self) -> u64 {
+        self.seed
     }
 
     #[inline]
@@ -245,7 +285,7 @@ impl Partitioner for KeyGrouping {
     }
 
     fn sender(&self) -> Self {
-        Self { loads: self.loads.cleared() }
+        Self { loads: self.loads.cleared(), seed: self.seed }
     }
 
     fn add_load(&mut self, worker: usize, items: u64) {
@@ -350,24 +390,41 @@ impl Partitioner for ShuffleGrouping {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartialKeyGrouping {
     loads: Loads,
+    seed: u64,
 }
 
 impl PartialKeyGrouping {
-    /// Partial key grouping over `workers` workers (`1..=65536`).
+    /// Partial key grouping over `workers` workers (`1..=65536`), routing with
+    /// [`ROUTING_SEED`].
     ///
     /// ```
     /// # use synopses::stream::PartialKeyGrouping;
     /// assert!(PartialKeyGrouping::new(0).is_err());
     /// ```
     pub fn new(workers: usize) -> Result<Self, ConfigError> {
+        Self::with_seed(workers, ROUTING_SEED)
+    }
+
+    /// Partial key grouping over `workers` workers, hashing keys with `seed`.
+    ///
+    /// ```
+    /// use synopses::stream::{PartialKeyGrouping, Partitioner};
+    /// assert_eq!(PartialKeyGrouping::with_seed(4, 7)?.routing_seed(), 7);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_seed(workers: usize, seed: u64) -> Result<Self, ConfigError> {
         check_workers(workers)?;
-        Ok(Self { loads: Loads::new(workers) })
+        Ok(Self { loads: Loads::new(workers), seed })
     }
 }
 
 impl Partitioner for PartialKeyGrouping {
     fn workers(&self) -> usize {
         self.loads.workers()
+    }
+
+    fn routing_seed(&self) -> u64 {
+        self.seed
     }
 
     #[inline]
@@ -389,7 +446,7 @@ impl Partitioner for PartialKeyGrouping {
     }
 
     fn sender(&self) -> Self {
-        Self { loads: self.loads.cleared() }
+        Self { loads: self.loads.cleared(), seed: self.seed }
     }
 
     fn add_load(&mut self, worker: usize, items: u64) {
@@ -417,6 +474,7 @@ impl Partitioner for PartialKeyGrouping {
 pub struct DChoices {
     loads: Loads,
     choices: usize,
+    seed: u64,
 }
 
 impl DChoices {
@@ -427,11 +485,22 @@ impl DChoices {
     /// assert!(DChoices::new(8, 0).is_err() && DChoices::new(8, 65).is_err());
     /// ```
     pub fn new(workers: usize, choices: usize) -> Result<Self, ConfigError> {
+        Self::with_seed(workers, choices, ROUTING_SEED)
+    }
+
+    /// `choices` choices over `workers` workers, hashing keys with `seed`.
+    ///
+    /// ```
+    /// use synopses::stream::{DChoices, Partitioner};
+    /// assert_eq!(DChoices::with_seed(8, 3, 7)?.routing_seed(), 7);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_seed(workers: usize, choices: usize, seed: u64) -> Result<Self, ConfigError> {
         check_workers(workers)?;
         if !(1..=MAX_CHOICES).contains(&choices) {
             return Err(ConfigError::new("choices", choices, "an integer in 1..=64"));
         }
-        Ok(Self { loads: Loads::new(workers), choices })
+        Ok(Self { loads: Loads::new(workers), choices, seed })
     }
 
     /// The number of choices, `d`.
@@ -449,6 +518,10 @@ impl DChoices {
 impl Partitioner for DChoices {
     fn workers(&self) -> usize {
         self.loads.workers()
+    }
+
+    fn routing_seed(&self) -> u64 {
+        self.seed
     }
 
     #[inline]
@@ -484,7 +557,7 @@ impl Partitioner for DChoices {
     }
 
     fn sender(&self) -> Self {
-        Self { loads: self.loads.cleared(), choices: self.choices }
+        Self { loads: self.loads.cleared(), choices: self.choices, seed: self.seed }
     }
 
     fn add_load(&mut self, worker: usize, items: u64) {

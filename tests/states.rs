@@ -1,0 +1,1228 @@
+//! Every reachable state is valid, finite and round-trips; no accumulator overflows.
+//!
+//! One generic suite, instantiated for every type:
+//!
+//! * **Reachable states** (proptest): from a fresh instance, a random sequence of the type's
+//!   public operations (observations of ordinary items and of hashes crafted to reach the
+//!   largest register values, weighted observations with counts and weights at their limits,
+//!   merges with peers, with itself and into an empty instance, reductions, width changes,
+//!   removals); after each, every answer is a finite number, and
+//!   `from_bytes(to_bytes(x)) == x` with the same answers, bit for bit.
+//! * **Extremes** (deterministic): every register at its largest value, counters and counts
+//!   driven to `u64::MAX` by weighted observations and ~70 self-merges, weights at
+//!   `f64::MAX` and at the smallest subnormal; the same checks.
+//!
+//! Then the rest of the audit's classes: allocations refused before they are made,
+//! controllers that recover from hostile loads, and what an adversary who knows a seed can
+//! and cannot do. The decoders' cross-field checks are in `tests/robustness.rs`.
+
+use std::fmt::Debug;
+
+use proptest::prelude::*;
+use synopses::DecodeError;
+use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
+use synopses::core::{Confidence, Mergeable, Weight};
+use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
+use synopses::hash::{DEFAULT_SEED, Hashable};
+use synopses::membership::{Bloom, CounterWidth, CountingBloom};
+use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
+use synopses::shedding::{
+    FixedRate, Headroom, HorvitzThompson, KeyHashDrop, Load, LoadShedder, PiController, RandomDrop, RateController,
+};
+use synopses::stream::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioned, Partitioner, ShuffleGrouping};
+
+const CONFIDENCES: [Confidence; 4] =
+    [Confidence::OneSigma, Confidence::TwoSigma, Confidence::ThreeSigma, Confidence::NinetyFivePercent];
+
+// ---------------------------------------------------------------------------------------------
+// The generic suite
+// ---------------------------------------------------------------------------------------------
+
+/// A type under test: its operations, everything it answers, and its codec.
+trait Reachable: Clone + PartialEq + Debug {
+    /// One public operation and its arguments.
+    type Op: Debug + Clone;
+
+    /// The operations a strategy draws, reaching every internal mode and the extremes.
+    fn op() -> BoxedStrategy<Self::Op>;
+
+    /// Applies `op`. An operation the state refuses (a merge of another configuration, a
+    /// removal of an absent item) must fail and leave it as it was, which `apply` checks.
+    fn apply(&mut self, op: &Self::Op);
+
+    /// Every numeric answer, in a fixed order.
+    fn answers(&self) -> Vec<f64>;
+
+    /// `from_bytes(to_bytes(self))`; `None` for a type without an encoding.
+    fn roundtrip(&self) -> Option<Result<Self, DecodeError>>;
+
+    /// What the state converts to, checked as states in their own right.
+    fn companions(&self) -> Result<(), TestCaseError> {
+        Ok(())
+    }
+}
+
+fn bits(answers: &[f64]) -> Vec<u64> {
+    answers.iter().map(|a| a.to_bits()).collect()
+}
+
+/// The checks every state must pass: finite answers, and a round trip to an equal state with
+/// the same answers.
+fn check_state<S: Reachable>(state: &S) -> Result<(), TestCaseError> {
+    let answers = state.answers();
+    for (i, a) in answers.iter().enumerate() {
+        prop_assert!(a.is_finite(), "answer {} is {} for {:?}", i, a, state);
+    }
+    if let Some(back) = state.roundtrip() {
+        let back = back.map_err(|e| TestCaseError::fail(format!("own encoding rejected ({e}) for {state:?}")))?;
+        prop_assert_eq!(&back, state);
+        prop_assert_eq!(bits(&back.answers()), bits(&answers), "answers after a round trip of {:?}", state);
+    }
+    state.companions()
+}
+
+/// Applies `ops` to `state`, checking it before and after each.
+fn run<S: Reachable>(mut state: S, ops: &[S::Op]) -> Result<S, TestCaseError> {
+    check_state(&state)?;
+    for op in ops {
+        state.apply(op);
+        check_state(&state).map_err(|e| TestCaseError::fail(format!("after {op:?}: {e}")))?;
+    }
+    Ok(state)
+}
+
+/// A merge that may be refused: refused, it must change nothing.
+fn merge_or_unchanged<S: Mergeable + Clone + PartialEq + Debug>(state: &mut S, other: &S) {
+    let before = state.clone();
+    if state.merge(other).is_err() {
+        assert_eq!(*state, before, "a refused merge changed the state");
+    }
+}
+
+/// `n` self-merges: each doubles every count, so ~70 of them drive any count to `u64::MAX`.
+fn merge_self_times<S: Mergeable + Clone + PartialEq + Debug>(state: &mut S, n: usize) {
+    for _ in 0..n {
+        let copy = state.clone();
+        merge_or_unchanged(state, &copy);
+    }
+}
+
+/// Hashes that reach every register value: uniform ones, and ones whose low bits are zero
+/// (the all-zero geometric part gives a register's largest value).
+fn hash() -> BoxedStrategy<u64> {
+    prop_oneof![
+        2 => any::<u64>(),
+        2 => (any::<u64>(), 1_u32..64).prop_map(|(x, zeros)| x & (u64::MAX << zeros)),
+        1 => (any::<u64>(), 0_u32..8).prop_map(|(x, keep)| x & !(u64::MAX >> keep)),
+        1 => Just(0_u64),
+        1 => Just(u64::MAX),
+    ]
+    .boxed()
+}
+
+/// Counts for weighted observations, at their limits among others.
+fn count() -> BoxedStrategy<u64> {
+    prop_oneof![3 => 1_u64..100, 1 => Just(u64::MAX), 1 => Just(u64::MAX / 2 + 1), 1 => any::<u64>()].boxed()
+}
+
+/// Weights at their limits among ordinary ones.
+fn weight() -> BoxedStrategy<Weight> {
+    prop_oneof![
+        4 => 0.5_f64..10.0,
+        1 => Just(f64::MAX),
+        1 => 1e300_f64..f64::MAX,
+        1 => Just(f64::MIN_POSITIVE),
+        1 => Just(5e-324),
+        1 => 1e-310_f64..1e-300,
+    ]
+    .prop_map(|w| Weight::new(w).expect("a positive finite weight"))
+    .boxed()
+}
+
+/// Values for the Horvitz–Thompson sums, at their limits among ordinary ones.
+fn value() -> BoxedStrategy<f64> {
+    prop_oneof![4 => -100.0_f64..100.0, 1 => Just(f64::MAX), 1 => Just(-f64::MAX), 1 => Just(f64::NAN), 1 => Just(f64::INFINITY)]
+        .boxed()
+}
+
+/// The hash that gives register `index` the value `k` in a sketch of precision `p` and `t`
+/// sub-level bits (HyperLogLog and UltraLogLog: `t = 0`, `k` the rank).
+fn hash_for(p: u8, t: u8, index: u64, k: u32) -> u64 {
+    let (p, t) = (u32::from(p), u32::from(t));
+    let top = 64 - p - t;
+    let (z, sub) = ((k - 1) >> t, u64::from((k - 1) & ((1 << t) - 1)));
+    let geometric = if z >= top { 0 } else { 1_u64 << z };
+    (index << (64 - p)) | (geometric << t) | sub
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cardinality sketches
+// ---------------------------------------------------------------------------------------------
+
+/// The operations of the distinct-count sketches.
+#[derive(Debug, Clone)]
+enum Card {
+    Items(Vec<u64>),
+    Hashes(Vec<u64>),
+    /// Merge a peer of the same configuration that saw these hashes.
+    Merge(Vec<u64>),
+    /// Merge a peer `drop` precisions coarser (refused by HyperLogLog, reduced to by the others).
+    MergeCoarser(u8, Vec<u64>),
+    MergeSelf,
+    /// Become the empty sketch's merge with this one.
+    IntoEmpty,
+    Reduce(u8),
+}
+
+fn card_op() -> BoxedStrategy<Card> {
+    let hashes = || prop::collection::vec(hash(), 0..40);
+    prop_oneof![
+        3 => prop::collection::vec(any::<u64>(), 0..300).prop_map(Card::Items),
+        3 => hashes().prop_map(Card::Hashes),
+        2 => hashes().prop_map(Card::Merge),
+        1 => (1_u8..4, hashes()).prop_map(|(d, h)| Card::MergeCoarser(d, h)),
+        1 => Just(Card::MergeSelf),
+        1 => Just(Card::IntoEmpty),
+        1 => (1_u8..4).prop_map(Card::Reduce),
+    ]
+    .boxed()
+}
+
+macro_rules! cardinality_subject {
+    ($ty:ty, $min:expr, |$s:ident| $answers:expr, |$c:ident| $companions:expr) => {
+        impl Reachable for $ty {
+            type Op = Card;
+
+            fn op() -> BoxedStrategy<Card> {
+                card_op()
+            }
+
+            fn apply(&mut self, op: &Card) {
+                match op {
+                    Card::Items(items) => self.observe_all(items),
+                    Card::Hashes(hashes) => hashes.iter().for_each(|&h| self.observe_hash(h)),
+                    Card::Merge(hashes) => {
+                        let mut peer = self.empty_like();
+                        hashes.iter().for_each(|&h| peer.observe_hash(h));
+                        merge_or_unchanged(self, &peer);
+                    }
+                    Card::MergeCoarser(drop, hashes) => {
+                        let p = self.precision().saturating_sub(*drop).max($min);
+                        let mut peer = self.empty_like().reduce(p).expect("a precision in range");
+                        hashes.iter().for_each(|&h| peer.observe_hash(h));
+                        merge_or_unchanged(self, &peer);
+                    }
+                    Card::MergeSelf => merge_self_times(self, 1),
+                    Card::IntoEmpty => {
+                        let mut empty = self.empty_like();
+                        empty.merge(self).expect("the empty sketch merges");
+                        *self = empty;
+                    }
+                    Card::Reduce(drop) => {
+                        let p = self.precision().saturating_sub(*drop).max($min);
+                        *self = self.reduce(p).expect("a precision in range");
+                    }
+                }
+            }
+
+            fn answers(&self) -> Vec<f64> {
+                let $s = self;
+                let mut out: Vec<f64> = $answers;
+                out.push($s.martingale_estimate().unwrap_or(-1.0));
+                out.push($s.relative_standard_error());
+                for c in CONFIDENCES {
+                    let b = $s.bounds(c);
+                    out.extend([b.lower, b.upper]);
+                }
+                out
+            }
+
+            fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+                Some(<$ty>::from_bytes(&self.to_bytes()))
+            }
+
+            fn companions(&self) -> Result<(), TestCaseError> {
+                let $c = self;
+                $companions
+            }
+        }
+    };
+}
+
+cardinality_subject!(HyperLogLog, 4, |s| vec![s.estimate(), s.register_estimate()], |_c| Ok(()));
+cardinality_subject!(
+    UltraLogLog,
+    3,
+    |s| vec![
+        s.estimate(),
+        s.register_estimate(UltraLogLogEstimator::MaximumLikelihood),
+        s.register_estimate(UltraLogLogEstimator::Fgra)
+    ],
+    |c| match c.to_hyperloglog() {
+        Ok(hll) => check_state(&hll),
+        Err(_) => Ok(()),
+    }
+);
+cardinality_subject!(ExaLogLog, 2, |s| vec![s.estimate(), s.register_estimate()], |_c| Ok(()));
+
+impl Reachable for FlajoletMartin {
+    type Op = Card;
+
+    fn op() -> BoxedStrategy<Card> {
+        card_op()
+    }
+
+    fn apply(&mut self, op: &Card) {
+        match op {
+            Card::Items(items) => self.observe_all(items),
+            Card::Hashes(hashes) => hashes.iter().for_each(|&h| self.observe_hash(h)),
+            // (No other precisions: a coarser peer is a peer.)
+            Card::Merge(hashes) | Card::MergeCoarser(_, hashes) => {
+                let mut peer = self.empty_like();
+                hashes.iter().for_each(|&h| peer.observe_hash(h));
+                merge_or_unchanged(self, &peer);
+            }
+            Card::MergeSelf | Card::Reduce(_) => merge_self_times(self, 1),
+            Card::IntoEmpty => {
+                let mut empty = self.empty_like();
+                empty.merge(self).expect("the empty sketch merges");
+                *self = empty;
+            }
+        }
+    }
+
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.estimate(), self.relative_standard_error()];
+        for c in CONFIDENCES {
+            let b = self.bounds(c);
+            out.extend([b.lower, b.upper]);
+        }
+        out
+    }
+
+    fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+        Some(FlajoletMartin::from_bytes(&self.to_bytes()))
+    }
+}
+
+/// Every register at every value up to its largest: the state of a sketch whose items were
+/// crafted to hash that way (each register's window full, nothing left unseen).
+fn fill(p: u8, t: u8, max_value: u32, mut observe: impl FnMut(u64)) {
+    for index in 0..1_u64 << p {
+        for k in 1..=max_value {
+            observe(hash_for(p, t, index, k));
+        }
+    }
+}
+
+#[test]
+fn every_register_at_its_largest_value_answers_finitely() -> Result<(), TestCaseError> {
+    for p in [4_u8, 10, 18] {
+        let mut hll = HyperLogLog::new(p).expect("a valid precision");
+        // Only the largest rank: the martingale, then the registers.
+        (0..1_u64 << p).for_each(|i| hll.observe_hash(hash_for(p, 0, i, 65 - u32::from(p))));
+        let full = run(hll, &[Card::MergeSelf, Card::IntoEmpty, Card::Reduce(3), Card::MergeSelf])?;
+        assert!(full.estimate() >= 1e18, "p {p}: {}", full.estimate());
+    }
+    for p in [3_u8, 4, 8, 16] {
+        let mut ull = UltraLogLog::new(p).expect("a valid precision");
+        fill(p, 0, 65 - u32::from(p), |h| ull.observe_hash(h));
+        run(ull, &[Card::MergeSelf, Card::Reduce(1), Card::IntoEmpty])?;
+    }
+    for (p, t, d) in
+        [(2_u8, 0_u8, 0_u8), (2, 0, 26), (2, 4, 22), (2, 4, 0), (3, 2, 20), (8, 2, 20), (6, 1, 9), (4, 3, 21)]
+    {
+        let mut ell = ExaLogLog::with_params(p, t, d, 7).expect("a valid shape");
+        let max_value = (65 - u32::from(p) - u32::from(t)) << t;
+        fill(p, t, max_value, |h| ell.observe_hash(h));
+        run(ell, &[Card::MergeSelf, Card::Reduce(1), Card::IntoEmpty])?;
+    }
+    let mut fm = FlajoletMartin::new(16).expect("a valid size");
+    for i in 0..16_u64 {
+        for z in 0..64 {
+            fm.observe_hash(i | (1 << z));
+        }
+        fm.observe_hash(i);
+    }
+    run(fm, &[Card::MergeSelf])?;
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn hll_states_are_valid(p in 4_u8..=12, seed in any::<u64>(), ops in prop::collection::vec(HyperLogLog::op(), 0..12)) {
+        run(HyperLogLog::with_seed(p, seed).expect("a valid precision"), &ops)?;
+    }
+
+    #[test]
+    fn ull_states_are_valid(p in 3_u8..=12, seed in any::<u64>(), ops in prop::collection::vec(UltraLogLog::op(), 0..12)) {
+        run(UltraLogLog::with_seed(p, seed).expect("a valid precision"), &ops)?;
+    }
+
+    #[test]
+    fn ell_states_are_valid(
+        p in 2_u8..=10, t in 0_u8..=4, d in 0_u8..=26, seed in any::<u64>(),
+        ops in prop::collection::vec(ExaLogLog::op(), 0..12),
+    ) {
+        let d = d.min(26 - t);
+        run(ExaLogLog::with_params(p, t, d, seed).expect("a valid shape"), &ops)?;
+    }
+
+    #[test]
+    fn fm_states_are_valid(log2 in 0_u32..=8, ops in prop::collection::vec(FlajoletMartin::op(), 0..12)) {
+        run(FlajoletMartin::new(1 << log2).expect("a valid size"), &ops)?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frequency
+// ---------------------------------------------------------------------------------------------
+
+/// The operations of the counting summaries (Count-Min, heavy hitters).
+#[derive(Debug, Clone)]
+enum Freq {
+    Observe(u64, u64),
+    Merge(Vec<(u64, u64)>),
+    MergeSelf(usize),
+    IntoEmpty,
+}
+
+fn freq_op() -> BoxedStrategy<Freq> {
+    prop_oneof![
+        4 => (0_u64..12, count()).prop_map(|(i, c)| Freq::Observe(i, c)),
+        2 => prop::collection::vec((0_u64..12, count()), 0..6).prop_map(Freq::Merge),
+        1 => (1_usize..70).prop_map(Freq::MergeSelf),
+        1 => Just(Freq::IntoEmpty),
+    ]
+    .boxed()
+}
+
+impl Reachable for CountMin {
+    type Op = Freq;
+
+    fn op() -> BoxedStrategy<Freq> {
+        freq_op()
+    }
+
+    fn apply(&mut self, op: &Freq) {
+        match op {
+            Freq::Observe(item, count) => self.observe_weighted(item, *count),
+            Freq::Merge(pairs) => {
+                let mut peer = self.empty_like();
+                pairs.iter().for_each(|(i, c)| peer.observe_weighted(i, *c));
+                merge_or_unchanged(self, &peer);
+            }
+            Freq::MergeSelf(n) => merge_self_times(self, *n),
+            Freq::IntoEmpty => {
+                let mut empty = self.empty_like();
+                empty.merge(self).expect("the empty sketch merges");
+                *self = empty;
+            }
+        }
+    }
+
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.total() as f64, self.epsilon(), self.delta()];
+        for item in 0..12_u64 {
+            let b = self.bounds(item);
+            out.extend([self.estimate(item) as f64, b.lower, b.upper]);
+        }
+        out.push(self.inner_product(self).map_or(-1.0, |p| p as f64));
+        out
+    }
+
+    fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+        Some(CountMin::from_bytes(&self.to_bytes()))
+    }
+}
+
+impl Reachable for HeavyHitters<u64> {
+    type Op = Freq;
+
+    fn op() -> BoxedStrategy<Freq> {
+        freq_op()
+    }
+
+    fn apply(&mut self, op: &Freq) {
+        match op {
+            Freq::Observe(item, count) => self.observe_weighted(*item, *count),
+            Freq::Merge(pairs) => {
+                let mut peer = self.empty_like();
+                pairs.iter().for_each(|&(i, c)| peer.observe_weighted(i, c));
+                merge_or_unchanged(self, &peer);
+            }
+            Freq::MergeSelf(n) => merge_self_times(self, *n),
+            Freq::IntoEmpty => {
+                let mut empty = self.empty_like();
+                empty.merge(self).expect("the empty summary merges");
+                *self = empty;
+            }
+        }
+    }
+
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.total() as f64, self.error() as f64];
+        for item in 0..12_u64 {
+            let b = self.bounds(&item);
+            out.extend([self.estimate(&item) as f64, b.lower, b.upper]);
+        }
+        out.extend(self.top(5).iter().map(|&(item, count)| (item * 1000) as f64 + count as f64));
+        for guarantee in [Guarantee::NoFalsePositives, Guarantee::NoFalseNegatives] {
+            for (item, b) in self.frequent(0.1, guarantee).expect("a valid phi") {
+                out.extend([item as f64, b.lower, b.upper]);
+            }
+        }
+        out
+    }
+
+    fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+        Some(HeavyHitters::from_bytes(&self.to_bytes()))
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn cm_states_are_valid(
+        width in 1_u32..64, depth in 1_u32..6, conservative in any::<bool>(), seed in any::<u64>(),
+        ops in prop::collection::vec(CountMin::op(), 0..16),
+    ) {
+        let update = if conservative { Update::Conservative } else { Update::Standard };
+        run(CountMin::with_params(width, depth, seed, update).expect("valid parameters"), &ops)?;
+    }
+
+    #[test]
+    fn hh_states_are_valid(capacity in 1_usize..6, seed in any::<u64>(), ops in prop::collection::vec(HeavyHitters::<u64>::op(), 0..16)) {
+        run(HeavyHitters::with_seed(capacity, seed).expect("a valid capacity"), &ops)?;
+    }
+}
+
+#[test]
+fn counts_saturate_at_u64_max() -> Result<(), TestCaseError> {
+    let saturate = [Freq::Observe(1, u64::MAX), Freq::Observe(2, u64::MAX), Freq::Observe(1, 5), Freq::MergeSelf(70)];
+    for update in [Update::Standard, Update::Conservative] {
+        let cm = run(CountMin::with_params(4, 3, 9, update).expect("valid parameters"), &saturate)?;
+        assert_eq!((cm.total(), cm.estimate(1_u64)), (u64::MAX, u64::MAX));
+        assert_eq!(cm.inner_product(&cm), Ok(u64::MAX));
+    }
+    let hh = run(HeavyHitters::<u64>::new(2).expect("a valid capacity"), &saturate)?;
+    assert_eq!(hh.total(), u64::MAX);
+    let mut filter = CountingBloom::new(64, 3).expect("valid parameters");
+    filter.observe(1_u64);
+    merge_self_times(&mut filter, 70);
+    assert_eq!(filter.items(), u64::MAX);
+    check_state(&filter)?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Membership
+// ---------------------------------------------------------------------------------------------
+
+/// The operations of the filters.
+#[derive(Debug, Clone)]
+enum Member {
+    Insert(Vec<u64>),
+    /// Insert one item this many times (saturating its counters).
+    Repeat(u64, u16),
+    Remove(u64),
+    Merge(Vec<u64>),
+    MergeSelf(usize),
+    IntoEmpty,
+    Width(u8),
+}
+
+fn member_op() -> BoxedStrategy<Member> {
+    prop_oneof![
+        3 => prop::collection::vec(0_u64..40, 0..30).prop_map(Member::Insert),
+        1 => (0_u64..40, 1_u16..300).prop_map(|(i, n)| Member::Repeat(i, n)),
+        3 => (0_u64..40).prop_map(Member::Remove),
+        2 => prop::collection::vec(0_u64..40, 0..20).prop_map(Member::Merge),
+        1 => (1_usize..70).prop_map(Member::MergeSelf),
+        1 => Just(Member::IntoEmpty),
+        1 => (0_u8..3).prop_map(Member::Width),
+    ]
+    .boxed()
+}
+
+impl Reachable for Bloom {
+    type Op = Member;
+
+    fn op() -> BoxedStrategy<Member> {
+        member_op()
+    }
+
+    fn apply(&mut self, op: &Member) {
+        match op {
+            Member::Insert(items) | Member::Merge(items) if items.len() % 2 == 0 => self.observe_all(items),
+            Member::Insert(items) | Member::Merge(items) => {
+                let mut peer = self.empty_like();
+                peer.observe_all(items);
+                merge_or_unchanged(self, &peer);
+            }
+            Member::Repeat(item, _) | Member::Remove(item) => self.observe(item),
+            Member::MergeSelf(n) => merge_self_times(self, (*n).min(2)),
+            Member::IntoEmpty | Member::Width(_) => {
+                let mut empty = self.empty_like();
+                empty.merge(self).expect("the empty filter merges");
+                *self = empty;
+            }
+        }
+    }
+
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![
+            self.set_bits() as f64,
+            self.false_positive_rate(),
+            self.expected_false_positive_rate(1000),
+            self.expected_false_positive_rate(u64::MAX),
+            self.estimated_items(),
+        ];
+        out.extend((0..40_u64).map(|i| f64::from(u8::from(self.contains(i)))));
+        out
+    }
+
+    fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+        Some(Bloom::from_bytes(&self.to_bytes()))
+    }
+}
+
+impl Reachable for CountingBloom {
+    type Op = Member;
+
+    fn op() -> BoxedStrategy<Member> {
+        member_op()
+    }
+
+    fn apply(&mut self, op: &Member) {
+        match op {
+            Member::Insert(items) => self.observe_all(items),
+            Member::Repeat(item, n) => (0..*n).for_each(|_| self.observe(item)),
+            Member::Remove(item) => {
+                let before = self.clone();
+                if self.remove(item).is_err() {
+                    assert_eq!(*self, before, "a refused removal changed the filter");
+                }
+            }
+            Member::Merge(items) => {
+                let mut peer = self.empty_like();
+                peer.observe_all(items);
+                merge_or_unchanged(self, &peer);
+            }
+            Member::MergeSelf(n) => merge_self_times(self, *n),
+            Member::IntoEmpty => {
+                let mut empty = self.empty_like();
+                empty.merge(self).expect("the empty filter merges");
+                *self = empty;
+            }
+            Member::Width(w) => {
+                let width = [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen][usize::from(*w)];
+                *self = self.with_counter_width(width).expect("a width change of a valid filter");
+            }
+        }
+    }
+
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![
+            self.items() as f64,
+            self.saturated_counters() as f64,
+            self.nonzero_counters() as f64,
+            self.false_positive_rate(),
+            self.expected_false_positive_rate(u64::MAX),
+        ];
+        out.extend((0..40_u64).map(|i| f64::from(self.estimate(i))));
+        out
+    }
+
+    fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+        Some(CountingBloom::from_bytes(&self.to_bytes()))
+    }
+
+    fn companions(&self) -> Result<(), TestCaseError> {
+        check_state(&self.to_bloom())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn bloom_states_are_valid(bits in 1_u64..300, hashes in 1_u32..8, ops in prop::collection::vec(Bloom::op(), 0..16)) {
+        run(Bloom::new(bits, hashes).expect("valid parameters"), &ops)?;
+    }
+
+    #[test]
+    fn counting_bloom_states_are_valid(
+        counters in 1_u64..200, hashes in 1_u32..8, w in 0_usize..3,
+        ops in prop::collection::vec(CountingBloom::op(), 0..16),
+    ) {
+        let width = [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen][w];
+        run(CountingBloom::with_params(counters, hashes, width, 3).expect("valid parameters"), &ops)?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling
+// ---------------------------------------------------------------------------------------------
+
+/// The operations of the samplers.
+#[derive(Debug, Clone)]
+enum Sample {
+    Observe(Vec<(u64, Weight)>),
+    /// Merge part `i` (its own random stream) that saw these items.
+    MergePart(u64, Vec<(u64, Weight)>),
+    /// Merge a copy of itself (refused unless one side is empty).
+    MergeSelf,
+    IntoEmpty,
+}
+
+fn sample_op() -> BoxedStrategy<Sample> {
+    let items = || prop::collection::vec((any::<u64>(), weight()), 0..20);
+    prop_oneof![
+        3 => items().prop_map(Sample::Observe),
+        2 => (any::<u64>(), items()).prop_map(|(i, v)| Sample::MergePart(i, v)),
+        1 => Just(Sample::MergeSelf),
+        1 => Just(Sample::IntoEmpty),
+    ]
+    .boxed()
+}
+
+macro_rules! sampler_subject {
+    ($ty:ty, |$s:ident, $item:ident, $weight:ident| $observe:expr, |$a:ident| $answers:expr) => {
+        impl Reachable for $ty {
+            type Op = Sample;
+
+            fn op() -> BoxedStrategy<Sample> {
+                sample_op()
+            }
+
+            fn apply(&mut self, op: &Sample) {
+                let feed = |$s: &mut Self, items: &[(u64, Weight)]| {
+                    for &($item, $weight) in items {
+                        $observe;
+                    }
+                };
+                match op {
+                    Sample::Observe(items) => feed(self, items),
+                    Sample::MergePart(index, items) => {
+                        let mut part = self.empty_part(*index);
+                        feed(&mut part, items);
+                        merge_or_unchanged(self, &part);
+                    }
+                    Sample::MergeSelf => merge_self_times(self, 1),
+                    Sample::IntoEmpty => {
+                        let mut empty = self.empty_like();
+                        merge_or_unchanged(&mut empty, self);
+                        *self = empty;
+                    }
+                }
+            }
+
+            fn answers(&self) -> Vec<f64> {
+                let $a = self;
+                $answers
+            }
+
+            fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+                Some(<$ty>::from_bytes(&self.to_bytes()))
+            }
+        }
+    };
+}
+
+/// The answers of a sample, in an order of their own (samples come in no particular order).
+fn sorted(mut answers: Vec<[f64; 3]>) -> impl Iterator<Item = f64> {
+    answers.sort_by(|a, b| {
+        a.iter().zip(b).map(|(x, y)| x.total_cmp(y)).find(|o| o.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
+    });
+    answers.into_iter().flatten()
+}
+
+sampler_subject!(Reservoir<u64>, |s, item, _w| s.observe(item), |a| {
+    let mut out = vec![a.seen() as f64, a.len() as f64, a.inclusion_probability()];
+    out.extend(sorted(a.iter().map(|&i| [(i >> 11) as f64, 0.0, 0.0]).collect()));
+    out
+});
+sampler_subject!(WeightedReservoir<u64>, |s, item, w| s.observe(item, w), |a| {
+    let mut out = vec![a.seen() as f64, a.len() as f64, a.total_weight()];
+    out.extend(sorted(a.iter().map(|&(i, w)| [(i >> 11) as f64, w, 0.0]).collect()));
+    out
+});
+sampler_subject!(PrioritySample<u64>, |s, item, w| s.observe(item, w), |a| {
+    let mut out = vec![a.seen() as f64, a.total_weight(), a.threshold()];
+    for subset in [a.subset_sum(|_| true), a.subset_sum(|i| i % 2 == 0)] {
+        out.extend([subset.value, subset.variance, subset.standard_error()]);
+        for c in CONFIDENCES {
+            let b = subset.bounds(c);
+            out.extend([b.lower, b.upper]);
+        }
+    }
+    out.extend(sorted(a.sample().map(|(&i, w, est)| [(i >> 11) as f64, w, est]).collect()));
+    out
+});
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn reservoir_states_are_valid(k in 1_usize..8, seed in any::<u64>(), ops in prop::collection::vec(Reservoir::<u64>::op(), 0..10)) {
+        run(Reservoir::new(k, seed).expect("a valid capacity"), &ops)?;
+    }
+
+    #[test]
+    fn weighted_states_are_valid(k in 1_usize..8, seed in any::<u64>(), ops in prop::collection::vec(WeightedReservoir::<u64>::op(), 0..10)) {
+        run(WeightedReservoir::new(k, seed).expect("a valid capacity"), &ops)?;
+    }
+
+    #[test]
+    fn priority_states_are_valid(k in 1_usize..8, seed in any::<u64>(), ops in prop::collection::vec(PrioritySample::<u64>::op(), 0..10)) {
+        run(PrioritySample::new(k, seed).expect("a valid capacity"), &ops)?;
+    }
+}
+
+#[test]
+fn samplers_answer_finitely_at_the_weight_limits() -> Result<(), TestCaseError> {
+    let huge = Weight::new(f64::MAX).expect("a weight");
+    let tiny = Weight::new(5e-324).expect("a weight");
+    let near = Weight::new(1e300).expect("a weight");
+    let ops: Vec<Sample> = vec![
+        Sample::Observe(vec![(1, huge), (2, huge), (3, near), (4, near), (5, tiny), (6, tiny)]),
+        Sample::MergePart(1, vec![(7, huge), (8, near)]),
+        Sample::Observe((10..40).map(|i| (i, if i % 2 == 0 { huge } else { near })).collect()),
+    ];
+    for k in [1, 3, 50] {
+        let priority = run(PrioritySample::new(k, 11).expect("a valid capacity"), &ops)?;
+        assert!(priority.subset_sum(|_| true).variance.is_finite());
+        run(WeightedReservoir::new(k, 11).expect("a valid capacity"), &ops)?;
+        run(Reservoir::new(k, 11).expect("a valid capacity"), &ops)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load shedding
+// ---------------------------------------------------------------------------------------------
+
+/// The operations of the shedding estimators.
+#[derive(Debug, Clone)]
+enum Shed {
+    Observe(Vec<(f64, Weight)>),
+    MergeSelf(usize),
+    IntoEmpty,
+}
+
+fn shed_op() -> BoxedStrategy<Shed> {
+    prop_oneof![
+        3 => prop::collection::vec((value(), weight()), 0..10).prop_map(Shed::Observe),
+        1 => (1_usize..70).prop_map(Shed::MergeSelf),
+        1 => Just(Shed::IntoEmpty),
+    ]
+    .boxed()
+}
+
+fn estimate_answers(out: &mut Vec<f64>, e: synopses::core::Estimate) {
+    out.extend([e.value, e.variance, e.standard_error()]);
+    for c in CONFIDENCES {
+        let b = e.bounds(c);
+        out.extend([b.lower, b.upper]);
+    }
+}
+
+impl Reachable for HorvitzThompson {
+    type Op = Shed;
+
+    fn op() -> BoxedStrategy<Shed> {
+        shed_op()
+    }
+
+    fn apply(&mut self, op: &Shed) {
+        match op {
+            Shed::Observe(items) => items.iter().for_each(|&(v, w)| self.observe(v, w)),
+            Shed::MergeSelf(n) => merge_self_times(self, *n),
+            Shed::IntoEmpty => {
+                let mut empty = self.empty_like();
+                empty.merge(self).expect("estimators merge");
+                *self = empty;
+            }
+        }
+    }
+
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.kept() as f64, self.skipped() as f64];
+        for e in [self.count(), self.sum(), self.mean()] {
+            estimate_answers(&mut out, e);
+        }
+        out
+    }
+
+    fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+        None
+    }
+}
+
+/// A load shedder in front of the estimator, compared by what it counted and estimated.
+#[derive(Clone, Debug)]
+struct Shedder(LoadShedder<HorvitzThompson, RandomDrop, FixedRate>);
+
+impl PartialEq for Shedder {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.stats() == other.0.stats() && self.0.inner() == other.0.inner()
+    }
+}
+
+impl Reachable for Shedder {
+    type Op = Shed;
+
+    fn op() -> BoxedStrategy<Shed> {
+        shed_op()
+    }
+
+    fn apply(&mut self, op: &Shed) {
+        let s = &mut self.0;
+        match op {
+            Shed::Observe(items) => items.iter().for_each(|&(v, _)| {
+                s.offer(v);
+            }),
+            Shed::MergeSelf(n) => {
+                for i in 0..*n {
+                    // A copy of one random stream is refused; a part of its own is not.
+                    let mut part = s.empty_part(i as u64);
+                    part.merge(s).expect("an empty part merges");
+                    let before = s.clone();
+                    if s.merge(&part).is_err() {
+                        assert_eq!(Shedder(before), Shedder(s.clone()), "a refused merge changed the shedder");
+                    }
+                }
+            }
+            Shed::IntoEmpty => {
+                let mut empty = s.empty_like();
+                empty.merge(s).expect("an empty shedder merges");
+                *s = empty;
+            }
+        }
+    }
+
+    fn answers(&self) -> Vec<f64> {
+        let stats = self.0.stats();
+        let mut out = vec![
+            stats.offered as f64,
+            stats.kept as f64,
+            stats.dropped() as f64,
+            stats.kept_fraction(),
+            self.0.keep_probability(),
+        ];
+        out.extend(self.0.inner().answers());
+        out
+    }
+
+    fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+        None
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn horvitz_thompson_states_are_valid(ops in prop::collection::vec(HorvitzThompson::op(), 0..12)) {
+        run(HorvitzThompson::new(), &ops)?;
+    }
+
+    #[test]
+    fn shedder_states_are_valid(p in 0.01_f64..=1.0, seed in any::<u64>(), ops in prop::collection::vec(Shedder::op(), 0..12)) {
+        let shedder = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(seed), FixedRate::new(p).expect("a probability"));
+        run(Shedder(shedder), &ops)?;
+    }
+}
+
+#[test]
+fn estimators_answer_finitely_at_the_weight_limits() -> Result<(), TestCaseError> {
+    let max = Weight::new(f64::MAX).expect("a weight");
+    // The audit's example: two observations of weight f64::MAX made the mean NaN.
+    let mut ht = run(HorvitzThompson::new(), &[Shed::Observe(vec![(1.0, max), (3.0, max)])])?;
+    assert_eq!(ht.mean().value, 2.0);
+    assert_eq!(ht.count().value, f64::MAX);
+    ht = run(ht, &[Shed::Observe(vec![(f64::MAX, max), (-f64::MAX, max), (f64::NAN, max)]), Shed::MergeSelf(70)])?;
+    assert_eq!((ht.kept(), ht.skipped()), (u64::MAX, u64::MAX));
+    // The audit's example: merging a state with a copy of itself ~70 times overflowed.
+    let mut shedder = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(0.5).expect("p"));
+    (0..10_u64).for_each(|i| {
+        shedder.offer(i);
+    });
+    let shedder = run(Shedder(shedder), &[Shed::MergeSelf(70)])?;
+    assert_eq!(shedder.0.stats().offered, u64::MAX);
+    Ok(())
+}
+
+/// Loads no controller can act on, and loads that are merely extreme.
+fn hostile_loads() -> Vec<Load> {
+    let ok = Load { offered: 100, elapsed: 0.1, queue_len: 10, cost_per_item: 0.001, queue_delay: 0.01 };
+    vec![
+        Load { elapsed: 1e-320, ..ok },
+        Load { elapsed: 1e-300, offered: u64::MAX, ..ok },
+        Load { elapsed: f64::NAN, ..ok },
+        Load { elapsed: f64::INFINITY, ..ok },
+        Load { elapsed: -1.0, ..ok },
+        Load { elapsed: 1e300, ..ok },
+        Load { cost_per_item: f64::NAN, ..ok },
+        Load { cost_per_item: f64::INFINITY, ..ok },
+        Load { cost_per_item: f64::MAX, queue_len: u64::MAX, ..ok },
+        Load { cost_per_item: -1.0, ..ok },
+        Load { queue_delay: f64::NAN, ..ok },
+        Load { queue_delay: f64::MAX, ..ok },
+        Load { queue_delay: -5.0, ..ok },
+        Load { offered: u64::MAX, elapsed: 1e-9, ..ok },
+        Load { offered: 0, elapsed: 0.0, ..ok },
+    ]
+}
+
+/// Drives `controller` with `steps` steps of a steady 3× overload and returns the keep
+/// probability it settles at.
+fn settle(controller: &mut (impl RateController + ?Sized), steps: usize) -> f64 {
+    let overload = Load { offered: 300, elapsed: 0.1, queue_len: 5, cost_per_item: 0.001, queue_delay: 0.2 };
+    for _ in 0..steps {
+        controller.update(&overload);
+        let p = controller.keep_probability();
+        assert!(p.is_finite() && (synopses::shedding::MIN_KEEP_PROBABILITY..=1.0).contains(&p), "p = {p}");
+    }
+    controller.keep_probability()
+}
+
+#[test]
+fn controllers_recover_from_hostile_loads() {
+    fn check(make: impl Fn() -> Box<dyn RateController>, steps: usize, name: &str) {
+        let mut calm = make();
+        let expected = settle(&mut *calm, steps);
+        for hostile in hostile_loads() {
+            let mut c = make();
+            settle(&mut *c, 5);
+            // Hostile readings, each followed by normal ones: the controller must come back
+            // to where a controller that never saw them stands.
+            c.update(&hostile);
+            assert!(c.keep_probability().is_finite(), "{name}: {hostile:?}");
+            let p = settle(&mut *c, steps);
+            assert!(
+                (p - expected).abs() < 0.01 * expected.max(0.01),
+                "{name} after {hostile:?}: {p} against {expected}"
+            );
+        }
+    }
+    check(|| Box::new(FixedRate::new(0.3).expect("p")), 10, "fixed");
+    check(|| Box::new(Headroom::new(1.0, 0.9).expect("valid")), 20, "headroom");
+    check(|| Box::new(Headroom::new(1.0, 0.9).expect("valid").with_smoothing(0.1).expect("valid")), 200, "smooth");
+    check(|| Box::new(PiController::new(0.05, 0.2, 2.0).expect("valid")), 400, "pi");
+}
+
+#[test]
+fn a_shedder_refuses_a_load_it_cannot_act_on_and_loses_no_count() -> Result<(), Box<dyn std::error::Error>> {
+    let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(1.0, 0.9)?);
+    (0..3000_u64).for_each(|x| {
+        s.offer(x);
+    });
+    // (The shedder counts the items offered itself: a load is judged with that count.)
+    for hostile in hostile_loads().into_iter().filter(|l| Load { offered: 3000, ..*l }.validate().is_err()) {
+        assert!(s.control(hostile).is_err(), "{hostile:?}");
+        assert_eq!(s.keep_probability(), 1.0);
+    }
+    // The 3000 items offered before the refused steps count in the next one.
+    s.control(Load { offered: 0, elapsed: 1.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 })?;
+    assert!((s.keep_probability() - 0.3).abs() < 1e-9, "{}", s.keep_probability());
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Partitioners and partitioned runs
+// ---------------------------------------------------------------------------------------------
+
+fn check_loads<P: Partitioner>(p: &P) {
+    assert!(p.imbalance().is_finite(), "imbalance of {:?}", p.loads());
+}
+
+#[test]
+fn partitioner_loads_saturate() {
+    fn drive<P: Partitioner>(mut p: P) {
+        // The audit's examples: add_load(0, MAX) then add_load(0, 1); absorb of itself; the
+        // sum inside imbalance().
+        p.add_load(0, u64::MAX);
+        p.add_load(0, 1);
+        assert_eq!(p.loads()[0], u64::MAX);
+        let copy = p.clone();
+        p.absorb(&copy);
+        let last = p.workers() - 1;
+        p.add_load(last, u64::MAX);
+        check_loads(&p);
+        for _ in 0..70 {
+            let copy = p.clone();
+            p.absorb(&copy);
+        }
+        let _ = p.route(&7_u64);
+        let _ = p.advance(u64::MAX);
+        check_loads(&p);
+    }
+    drive(KeyGrouping::new(3).expect("workers"));
+    drive(ShuffleGrouping::new(3).expect("workers"));
+    drive(PartialKeyGrouping::new(3).expect("workers"));
+    drive(DChoices::new(3, 2).expect("workers"));
+    drive(KeyGrouping::new(65_536).expect("workers"));
+}
+
+#[test]
+fn partitions_too_large_to_allocate_are_refused() -> Result<(), Box<dyn std::error::Error>> {
+    // The audit's example: 64 MiB per part on 65 536 workers asked for 4 TiB and aborted.
+    let huge = Partitioned::new(&CountMin::new(1 << 20, 8)?, KeyGrouping::new(65_536)?);
+    assert_eq!(huge.err().map(|e| e.parameter()), Some("workers"));
+    let big_filter = Partitioned::new(&Bloom::new(1 << 27, 3)?, ShuffleGrouping::new(1 << 13)?);
+    assert!(big_filter.is_err());
+    let fine = Partitioned::new(&CountMin::new(1024, 4)?, KeyGrouping::new(1024)?)?;
+    assert_eq!(fine.parts().len(), 1024);
+    Ok(())
+}
+
+#[test]
+fn absurd_sizes_are_config_errors() {
+    assert!(CountMin::new(u32::MAX, 32).is_err());
+    assert!(Bloom::new(u64::MAX, 3).is_err());
+    assert!(CountingBloom::new(u64::MAX, 3).is_err());
+    assert!(HeavyHitters::<u64>::new(usize::MAX).is_err());
+    assert!(Reservoir::<u64>::new(usize::MAX, 1).is_err());
+    assert!(PrioritySample::<u64>::new(usize::MAX, 1).is_err());
+    assert!(Bloom::with_false_positive_rate(u64::MAX, 1e-300).is_err());
+    assert!(CountMin::with_error(f64::MIN_POSITIVE, 0.01).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The audit's reachable-but-rejected states
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_sparse_sketch_reduced_to_a_shape_born_dense_keeps_its_count() -> Result<(), Box<dyn std::error::Error>> {
+    let mut ull = UltraLogLog::new(12)?;
+    ull.observe_all(0..20_u64);
+    assert!(ull.is_sparse());
+    let reduced = ull.reduce(3)?;
+    assert!(reduced.estimate() >= 5.0, "{}", reduced.estimate());
+    assert_eq!(UltraLogLog::from_bytes(&reduced.to_bytes())?, reduced);
+    let mut empty = UltraLogLog::new(3)?;
+    empty.merge(&ull)?;
+    assert_eq!(UltraLogLog::from_bytes(&empty.to_bytes())?, empty);
+    assert_eq!(empty.estimate(), reduced.estimate());
+    // ExaLogLog's shapes born dense (p + t > 26).
+    let mut ell = ExaLogLog::with_params(20, 2, 20, 1)?;
+    ell.observe_all(0..20_u64);
+    let reduced = ell.reduce(2)?;
+    assert_eq!(ExaLogLog::from_bytes(&reduced.to_bytes())?, reduced);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adversaries who know the seed
+// ---------------------------------------------------------------------------------------------
+
+/// xxh3-64's avalanche step and its inverse (both bijections of 64 bits).
+fn avalanche(mut h: u64) -> u64 {
+    h ^= h >> 37;
+    h = h.wrapping_mul(0x1656_6791_9E37_79F9);
+    h ^ (h >> 32)
+}
+
+fn inverse_avalanche(mut h: u64) -> u64 {
+    h ^= h >> 32;
+    let mut inverse = 0x1656_6791_9E37_79F9_u64;
+    for _ in 0..6 {
+        inverse = inverse.wrapping_mul(2_u64.wrapping_sub(0x1656_6791_9E37_79F9_u64.wrapping_mul(inverse)));
+    }
+    h = h.wrapping_mul(inverse);
+    h ^ (h >> 37)
+}
+
+/// The 16-byte items whose xxh3 accumulator under `seed` is `acc` (even): one with its first
+/// half cancelling the secret (the product term vanishes), one with a first half of 1 (the
+/// product term is the second half). xxh3 of 9 to 16 bytes is
+/// `avalanche(len + swap(lo) + hi + fold(lo · hi))` with `lo`, `hi` the input's halves
+/// xored with seed-shifted words of its default secret: public facts, which is the point.
+fn colliding_items(seed: u64, acc: u64) -> [Vec<u8>; 2] {
+    const SECRET: [u64; 4] =
+        [0x1F67_B3B7_A4A4_4072, 0x78E5_C0CC_4EE6_79CB, 0x2172_FFCC_7DD0_5A82, 0x8E24_43F7_7446_08B8];
+    let flip1 = (SECRET[0] ^ SECRET[1]).wrapping_add(seed);
+    let flip2 = (SECRET[2] ^ SECRET[3]).wrapping_sub(seed);
+    let item = |lo: u64, hi: u64| [(lo ^ flip1).to_le_bytes(), (hi ^ flip2).to_le_bytes()].concat();
+    let hi_a = acc.wrapping_sub(16);
+    let hi_b = acc.wrapping_sub(16).wrapping_sub(1_u64.swap_bytes()) >> 1;
+    [item(0, hi_a), item(1, hi_b)]
+}
+
+/// An item whose hash under `seed` is exactly `target`.
+fn item_with_hash(seed: u64, target: u64) -> Vec<u8> {
+    let [item, _] = colliding_items(seed, inverse_avalanche(target));
+    item
+}
+
+#[test]
+fn the_crafting_works() {
+    for (seed, acc) in [(DEFAULT_SEED, 42_u64), (0, 1 << 40), (u64::MAX, 0x1234)] {
+        let [a, b] = colliding_items(seed, acc);
+        assert_ne!(a, b);
+        assert_eq!(a.hash64(seed), avalanche(acc), "seed {seed}");
+        assert_eq!(b.hash64(seed), a.hash64(seed), "seed {seed}");
+    }
+    assert_eq!(item_with_hash(DEFAULT_SEED, 99).hash64(DEFAULT_SEED), 99);
+    assert_eq!(avalanche(inverse_avalanche(0xDEAD_BEEF)), 0xDEAD_BEEF);
+}
+
+#[test]
+fn heavy_hitters_never_overcount_items_that_share_a_hash() -> Result<(), Box<dyn std::error::Error>> {
+    for seed in [DEFAULT_SEED, 7] {
+        let [a, b] = colliding_items(seed, 0x5EED_0000);
+        assert_eq!(a.hash64(seed), b.hash64(seed));
+        let mut hh = HeavyHitters::with_seed(4, seed)?;
+        (0..3).for_each(|_| hh.observe(a.clone()));
+        (0..2).for_each(|_| hh.observe(b.clone()));
+        assert_eq!((hh.estimate(&a), hh.estimate(&b)), (3, 2));
+        let back = HeavyHitters::<Vec<u8>>::from_bytes(&hh.to_bytes())?;
+        assert_eq!(back, hh);
+        let mut merged = hh.clone();
+        merged.merge(&back)?;
+        assert_eq!((merged.estimate(&a), merged.estimate(&b)), (6, 4));
+    }
+    Ok(())
+}
+
+#[test]
+fn crafted_items_fool_a_public_seed_and_not_a_secret_one() -> Result<(), Box<dyn std::error::Error>> {
+    // 10^5 distinct items crafted to hash, under the default seed, to register 0 with rank 1.
+    let items: Vec<Vec<u8>> = (0..100_000_u64).map(|i| item_with_hash(DEFAULT_SEED, (i << 1) | 1)).collect();
+    let mut public = HyperLogLog::new(12)?;
+    let mut public_ull = UltraLogLog::new(12)?;
+    public.observe_all(&items);
+    public_ull.observe_all(&items);
+    assert!(public.estimate() < 2.0 && public_ull.estimate() < 2.0, "{} {}", public.estimate(), public_ull.estimate());
+    let mut secret = HyperLogLog::with_error_and_seed(0.02, 0x5EC2E7)?;
+    secret.observe_all(&items);
+    assert!(secret.bounds(Confidence::ThreeSigma).contains(100_000.0), "{}", secret.estimate());
+    // A key-hash shedder at p = 0.01 keeps every crafted key under its public seed.
+    let low: Vec<Vec<u8>> = (0..1000_u64).map(|i| item_with_hash(KeyHashDrop::DEFAULT_SEED, i)).collect();
+    let mut public_kept = 0;
+    let mut secret_kept = 0;
+    let (mut a, mut b) = (KeyHashDrop::new(), KeyHashDrop::with_seed(0x5EC2E7));
+    for item in &low {
+        use synopses::shedding::DropPolicy;
+        public_kept += usize::from(a.decide(item, 0.01).is_some());
+        secret_kept += usize::from(b.decide(item, 0.01).is_some());
+    }
+    assert_eq!(public_kept, 1000);
+    assert!(secret_kept < 40, "{secret_kept}");
+    // Key grouping under the public routing seed: every crafted key to one worker.
+    let routed: Vec<Vec<u8>> = (0..1000_u64).map(|i| item_with_hash(synopses::stream::ROUTING_SEED, i << 32)).collect();
+    let mut public_route = KeyGrouping::new(16)?;
+    let mut secret_route = KeyGrouping::with_seed(16, 0x5EC2E7)?;
+    for item in &routed {
+        public_route.route(item);
+        secret_route.route(item);
+    }
+    assert_eq!(public_route.imbalance(), 15.0);
+    assert!(secret_route.imbalance() < 0.5, "{}", secret_route.imbalance());
+    Ok(())
+}
