@@ -82,6 +82,19 @@
 //! the encodings. Every structure also accepts a pre-computed hash (`observe_hash`), to hash
 //! an item once and feed several structures.
 //!
+//! # Limits and adversaries
+//!
+//! Every answer is a finite number, for every state the public API can reach: counts
+//! saturate at `u64::MAX`, sums of weights at `f64::MAX`, distinct counts at `2^64`, and each
+//! type's docs say which of its numbers saturate. Sizes are capped and allocated fallibly, so
+//! an absurd one is a [`ConfigError`], not an aborted process.
+//!
+//! The hash is seeded but not cryptographic: whoever knows a structure's seed can compute
+//! items of any hash, and so steer what it answers (each family's docs say how far). The
+//! default seeds are public, so that sketches built anywhere merge. On items an adversary
+//! chooses, give every structure a secret seed (`with_seed`, `with_error_and_seed`, ...):
+//! each hashed structure takes one, and each randomized operator takes its own.
+//!
 //! # Serialization
 //!
 //! `to_bytes` / `from_bytes` use one versioned, checksummed binary format ([`codec`]).

@@ -783,6 +783,31 @@ proptest! {
     }
 }
 
+/// Regressions the suite found: a merge into a sample that is not full dropped the entries of
+/// key +∞ (weights below `1/f64::MAX`), leaving fewer items than it counted, so its own
+/// encoding was refused; and a priority sample summed its subset in heap order, so that a
+/// decoded copy answered a different last bit.
+#[test]
+fn sampler_regressions() -> Result<(), TestCaseError> {
+    let w = |x: f64| Weight::new(x).expect("a weight");
+    let part = vec![(5_941_316_098_422_561_211, w(5e-324)), (3_304_664_349_288_634_744, w(6.0e-302)), (10, w(3.08))];
+    let ops = [Sample::MergePart(0, vec![(0, w(0.5))]), Sample::MergePart(400_693, part)];
+    let merged = run(PrioritySample::new(7, 0).expect("a capacity"), &ops)?;
+    assert_eq!(merged.seen(), 4);
+    run(WeightedReservoir::new(7, 0).expect("a capacity"), &ops)?;
+    let items = vec![
+        (0, w(0.5)),
+        (0, w(0.5)),
+        (9_300_087, w(8.842_389_412_035_663)),
+        (3_039_036_627_067_976_016, w(7.320_773_001_311_742)),
+        (7_112_956_166_238_332_028, w(1.514_344_425_488_412_2)),
+        (4_708_460_097_030_910_181, w(1.736_558_629_770_012_2)),
+        (9_309_729_675_784_968_752, w(2.225_073_858_507_201_4e-308)),
+    ];
+    run(PrioritySample::new(6, 603_747_557_436_957_310).expect("a capacity"), &[Sample::Observe(items)])?;
+    Ok(())
+}
+
 #[test]
 fn samplers_answer_finitely_at_the_weight_limits() -> Result<(), TestCaseError> {
     let huge = Weight::new(f64::MAX).expect("a weight");

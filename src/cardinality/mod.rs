@@ -233,6 +233,36 @@
 //! exactly, and the result has the smaller precision. A merge ends a martingale: afterwards
 //! these sketches answer by maximum likelihood.
 //!
+//! # Limits
+//!
+//! Every estimate, bound and martingale is a finite number of at most `2^64` (the number of
+//! distinct 64-bit hashes, beyond which no sketch of them can tell items apart). A sketch
+//! whose registers all hold their largest value, which items crafted to hash that way reach
+//! with `m` items, answers exactly that, rather than an infinity.
+//!
+//! # Adversaries
+//!
+//! Everything here depends on the hash of each item being random. Items are hashed with
+//! seeded xxh3, which is fast and portable but not a cryptographic function: for a known
+//! seed, an item of 9 to 16 bytes with any chosen hash can be computed directly
+//! (`tests/states.rs` does it). An adversary who knows the seed and chooses the items can
+//! therefore make a sketch say what they like:
+//!
+//! * **Deflate**: any number of distinct items crafted to hash to one register and value
+//!   count as one (10^5 such items estimate 1, in every sketch of this family).
+//! * **Inflate**: `m` items crafted to raise every register to its largest value make the
+//!   estimate `2^64`.
+//! * **Merge a crafted sketch**: bytes from an untrusted source decode to any state a
+//!   sketch can reach, and merging it raises registers at will; the decoder rejects only
+//!   what no stream could produce.
+//!
+//! The defaults hash with the public [`DEFAULT_SEED`](crate::hash::DEFAULT_SEED), which is
+//! right for sketches that must merge with anyone's. On items an adversary chooses, hash with
+//! a secret seed (`with_seed`, [`HyperLogLog::with_error_and_seed`]) and keep the sketches
+//! and their hashes private: then crafting an item means guessing the seed. An adversary who
+//! can add items and read the estimate after each can still, slowly, learn which items move
+//! it (Paterson and Raynal 2022): do not expose a live estimate of untrusted input.
+//!
 //! # When not to use these
 //!
 //! * You need the exact count, and the set fits in memory: use a `HashSet`.
@@ -255,6 +285,10 @@
 //! * P. Flajolet, É. Fusy, O. Gandouet, F. Meunier. *HyperLogLog: the analysis of a near-optimal
 //!   cardinality estimation algorithm.* AofA 2007.
 //! * S. Heule, M. Nunkesser, A. Hall. *HyperLogLog in practice.* EDBT 2013 (sparse mode).
+//! * P. Reviriego, D. Ting. *Security of HyperLogLog (HLL) cardinality estimation:
+//!   vulnerabilities and protection.* IEEE Communications Letters 24(5), 2020.
+//! * K. G. Paterson, M. Raynal. *HyperLogLog: exponentially bad in adversarial settings.*
+//!   IEEE EuroS&P 2022.
 //! * O. Ertl. *New cardinality estimation algorithms for HyperLogLog sketches.* arXiv:1702.01284,
 //!   2017.
 //! * O. Ertl. *UltraLogLog: a practical and more space-efficient alternative to HyperLogLog

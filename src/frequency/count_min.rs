@@ -436,7 +436,8 @@ impl CountMin {
     /// Estimates the inner product `Σ_x f(x)·g(x)` of the two streams (for example the size
     /// of an equi-join): the minimum over rows of the rows' dot products. Never below the
     /// true value; above it by more than `ε·N·M` with probability at most `δ`. Both sketches
-    /// need the same width, depth and seed.
+    /// need the same width, depth and seed. The dot products are summed in 128 bits,
+    /// saturating, and the answer saturates at `u64::MAX`.
     ///
     /// ```
     /// use synopses::frequency::CountMin;

@@ -146,7 +146,8 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     }
 
     /// The most any count is below its item's true frequency (an item not kept has a true
-    /// frequency of at most this). Never more than `N / (capacity + 1)`.
+    /// frequency of at most this). Never more than `N / (capacity + 1)`; saturating at
+    /// `u64::MAX`, as the counts and the total do.
     ///
     /// ```
     /// # use synopses::frequency::HeavyHitters;

@@ -91,6 +91,28 @@
 //! `k`: the guarantee holds for the union, whatever the split, though the kept counts depend
 //! on the split (the merge is commutative, not associative in state).
 //!
+//! # Limits
+//!
+//! Counts are `u64` and saturate at `u64::MAX` rather than wrap: the totals, every counter,
+//! a merge's sums, the heavy hitters' error. A saturated total says "at least `u64::MAX`";
+//! the guarantees hold up to it. [`CountMin::inner_product`] sums its products in 128 bits,
+//! saturating, and answers at most `u64::MAX`.
+//!
+//! # Adversaries
+//!
+//! With a public seed (the default) an adversary who chooses items can compute items of any
+//! hash (`tests/states.rs` does), and so:
+//!
+//! * **Count-Min**: items that share every counter of a target item, which then inflate its
+//!   estimate at will (never below the truth: the guarantee "never under" survives, the bound
+//!   `ε·N` with probability `1 − δ` does not).
+//! * **Heavy hitters**: distinct items of one hash. They cannot share a counter (items are
+//!   compared, not only their hashes), so every count stays at most its item's frequency;
+//!   but each update then walks past all of them, which an adversary can make slow.
+//!
+//! On items an adversary chooses, hash with a secret seed ([`CountMin::with_error_and_seed`],
+//! [`HeavyHitters::with_seed`]).
+//!
 //! # When not to use it
 //!
 //! * You need the counts of rare items: the error is a fraction of the whole stream.

@@ -273,8 +273,8 @@ impl CountingBloom {
     }
 
     /// The number of items in the filter, counted with multiplicity: insertions minus
-    /// successful removals (never below zero), summed over merges. Exact as long as only
-    /// items that are in the filter are removed.
+    /// successful removals (never below zero), summed over merges, saturating at `u64::MAX`.
+    /// Exact as long as only items that are in the filter are removed.
     ///
     /// ```
     /// # use synopses::membership::CountingBloom;

@@ -116,6 +116,22 @@
 //! included, so splitting a stream over partitions and merging gives exactly the one-pass
 //! filter (`tests/laws.rs`).
 //!
+//! # Limits
+//!
+//! A counting filter's count of items saturates at `u64::MAX` (its counters saturate at
+//! their width's maximum, as above). A full Bloom filter's
+//! [`estimated_items`](Bloom::estimated_items) is the largest the filter can give,
+//! `(m/k)·ln m`, not an infinity.
+//!
+//! # Adversaries
+//!
+//! With a public seed (the default) an adversary who chooses items can compute items whose
+//! bits are those of a member (a false positive on demand), fill a filter with far fewer
+//! items than its design size, or, in a counting filter, remove an item they never inserted
+//! and so take members out. On items an adversary chooses, hash with a secret seed
+//! ([`Bloom::with_false_positive_rate_and_seed`],
+//! [`CountingBloom::with_false_positive_rate_and_seed`]).
+//!
 //! # When not to use it
 //!
 //! * Items must be removed but memory is tight: a counting Bloom filter takes 4× a Bloom

@@ -97,6 +97,21 @@
 //! stream, and a merge of two non-empty instances of the same seed and stream is refused.
 //! Results are reproducible for a given seed and partitioning.
 //!
+//! # Limits
+//!
+//! Counts of items seen saturate at `u64::MAX`, total weights at `f64::MAX`. Weights may be
+//! any finite positive number: keys of the heaviest items underflow to 0 and of the lightest
+//! overflow to +∞, and the samples stay exact; a priority sample's threshold and its sums and
+//! variances saturate at `f64::MAX` (a variance does from weights near `10^154`).
+//!
+//! # Adversaries
+//!
+//! The samplers hash nothing: their choices come from their random streams, which a seed
+//! fixes. Someone who knows the seed and orders the stream knows which positions will be
+//! sampled, and can put whatever items they like there. Where the stream is untrusted, seed
+//! from a secret (or from the operating system's randomness) and keep it; the samples are
+//! then uniform (or weighted) whatever the items.
+//!
 //! # When not to use it
 //!
 //! * The question is known and is a count, a distinct count or a membership test: the

@@ -77,7 +77,7 @@ impl<T> PrioritySample<T> {
         self.state.seed
     }
 
-    /// The number of items observed (summed over merges).
+    /// The number of items observed (summed over merges, saturating at `u64::MAX`).
     ///
     /// ```
     /// # use synopses::sampling::PrioritySample;

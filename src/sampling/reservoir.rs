@@ -72,7 +72,7 @@ impl<T> Reservoir<T> {
         self.state.seed
     }
 
-    /// The number of items observed, `n` (summed over merges).
+    /// The number of items observed, `n` (summed over merges, saturating at `u64::MAX`).
     ///
     /// ```
     /// # use synopses::sampling::Reservoir;

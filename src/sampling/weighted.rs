@@ -74,7 +74,7 @@ impl<T> WeightedReservoir<T> {
         self.state.seed
     }
 
-    /// The number of items observed (summed over merges).
+    /// The number of items observed (summed over merges, saturating at `u64::MAX`).
     ///
     /// ```
     /// # use synopses::sampling::WeightedReservoir;

@@ -79,6 +79,26 @@
 //! [`empty_part`](crate::core::Mergeable::empty_part), its own random stream. The
 //! [`HorvitzThompson`] sums merge exactly.
 //!
+//! # Hostile loads and extreme values
+//!
+//! A controller is only as good as its readings. [`Load::validate`] names what a controller
+//! cannot act on (a time, cost or delay that is not a finite number at least 0, or an
+//! elapsed time so short that the input rate is infinite); the controllers ignore such a
+//! step, [`LoadShedder::control`] refuses it with an error (the items offered count toward
+//! the next step), and [`Headroom`] restarts its average at a reading more than 1024 times
+//! off it, so one freak reading sways one step and the next normal one restores it. The
+//! counts of offered and kept items saturate at `u64::MAX`; [`HorvitzThompson`] keeps its
+//! sums in a wider exponent once they would pass `f64::MAX`, so means stay means, and answers
+//! saturate at `±f64::MAX`; values that are not finite are counted apart, never summed.
+//!
+//! # Adversaries
+//!
+//! A [`KeyHashDrop`] keeps a key when its hash, under the policy's seed, falls below `p`:
+//! with the public default seed, an adversary can compute keys that are always kept (at
+//! `p = 0.01`, every one of them) or always dropped. A [`RandomDrop`]'s choices follow its
+//! seed: knowing it, and the order of the stream, tells which items will be kept. On an
+//! adversary's stream use a secret seed ([`KeyHashDrop::with_seed`], [`RandomDrop::new`]).
+//!
 //! # When not to use it
 //!
 //! * Every item matters (billing, exactly-once pipelines): use backpressure and capacity.

@@ -19,9 +19,9 @@ use crate::core::{ConfigError, Estimate, MergeError, Mergeable, Operator, Weight
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ShedStats {
-    /// Items offered.
+    /// Items offered (saturating at `u64::MAX`).
     pub offered: u64,
-    /// Items kept and forwarded.
+    /// Items kept and forwarded (saturating at `u64::MAX`).
     pub kept: u64,
 }
 

@@ -54,6 +54,17 @@
 //! (`examples/timely.rs`); `tests/timely.rs` checks that two threads and two processes on
 //! 127.0.0.1 give exactly the sequential sketch.
 //!
+//! # Limits and adversaries
+//!
+//! Loads saturate at `u64::MAX` (and [`Partitioner::imbalance`] sums them in 128 bits).
+//! [`Partitioned::new`] checks the memory of its parts before it makes them: at most
+//! [`Partitioned::MAX_BYTES`] (64 GiB), or a `ConfigError`.
+//!
+//! The partitioners route by the hash of each key under [`ROUTING_SEED`], public: an
+//! adversary who chooses the keys can send every one of them to one worker of a key
+//! grouping (or two of a partial key grouping), and so overload it. On untrusted keys, route
+//! with a secret seed (`with_seed` on each partitioner).
+//!
 //! # When not to use it
 //!
 //! * The stream fits one core: a single instance avoids the routing and the merge.

@@ -46,7 +46,8 @@ pub trait Partitioner: Clone {
     /// [`workers`](Self::workers) (an index out of range drops the item).
     fn route_hash(&mut self, hash: u64) -> usize;
 
-    /// Items routed to each worker so far (by this sender, plus any loads absorbed).
+    /// Items routed to each worker so far (by this sender, plus any loads absorbed),
+    /// saturating at `u64::MAX`.
     fn loads(&self) -> &[u64];
 
     /// Adds another sender's loads to these (for reporting; it does not change how this
