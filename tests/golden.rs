@@ -274,6 +274,9 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
     let mut hh = HeavyHitters::new(8)?;
     hh.observe_all(skewed().map(|k| format!("key-{k}")));
     assert!(hh.error() > 0);
+    // The same with a seed of its own: the capacity's flag bit, then the seed.
+    let mut hh_seeded = HeavyHitters::with_seed(8, 7)?;
+    hh_seeded.observe_all(skewed().map(|k| format!("key-{k}")));
 
     // A 4-bit counting filter for 500 items: 400 inserted, 100 of them removed, and one item
     // inserted 20 times, which saturates its counters; and an 8-bit one of odd length.
@@ -333,6 +336,7 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
         ("bloom_500_1pct.bin", Sketch::Bloom(bloom)),
         ("bloom_100x3_seed8.bin", Sketch::Bloom(odd)),
         ("hh_8_strings.bin", Sketch::Hh(hh)),
+        ("hh_8_strings_seed7.bin", Sketch::Hh(hh_seeded)),
         ("cbf_500_1pct.bin", Sketch::Cbf(counting)),
         ("cbf_100x3_8bit_seed8.bin", Sketch::Cbf(wide)),
         ("reservoir_10_seed2024.bin", Sketch::Res(reservoir)),
@@ -449,7 +453,11 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             Sketch::Fm(f) => 9 + 4 * f.bitmaps(),
             Sketch::Cm(c) => 22 + 8 * c.width() as usize * c.depth() as usize,
             Sketch::Bloom(b) => 17 + 8 * b.bits().div_ceil(64) as usize,
-            Sketch::Hh(h) => 24 + h.top(usize::MAX).iter().map(|(item, _)| 4 + item.len() + 8).sum::<usize>(),
+            Sketch::Hh(h) => {
+                // A seed other than the default follows the capacity.
+                let seed = if h.seed() == synopses::hash::DEFAULT_SEED { 0 } else { 8 };
+                24 + seed + h.top(usize::MAX).iter().map(|(item, _)| 4 + item.len() + 8).sum::<usize>()
+            }
             Sketch::Cbf(c) => 26 + 8 * (c.counters() * u64::from(c.counter_width().bits())).div_ceil(64) as usize,
             Sketch::Res(r) => 32 + 16 * r.len(),
             Sketch::Wres(w) => 40 + 24 * w.len(),
@@ -519,6 +527,7 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("bloom_500_1pct.bin", 0x4078E0D36A427B56),                     // 398.0516150090165
     ("bloom_100x3_seed8.bin", 0x40092646957E015D),                  // 3.1436893157080434
     ("hh_8_strings.bin", 0x407C800000000000),                       // 456
+    ("hh_8_strings_seed7.bin", 0x407C800000000000),                 // 456
     ("cbf_500_1pct.bin", 0x3F4604F5E4D4C84C),                       // 0.0006719780591650875
     ("cbf_100x3_8bit_seed8.bin", 0x3F47E34B945308BB),               // 0.0007289999999999999
     ("reservoir_10_seed2024.bin", 0x411D4F3400000000),              // 480205

@@ -278,14 +278,15 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     pub fn top(&self, n: usize) -> Vec<(T, u64)> {
         // Order references and clone only the `n` items returned: a selection, then a sort of
         // the selected.
-        let order = |a: &&Counter<T>, b: &&Counter<T>| b.count.cmp(&a.count).then(a.hash.cmp(&b.hash));
-        let mut counters: Vec<&Counter<T>> = self.counts.iter().collect();
+        // (The keys beside the reference: comparisons then read no counter.)
+        let order = |a: &(u64, u64, &Counter<T>), b: &(u64, u64, &Counter<T>)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+        let mut counters: Vec<(u64, u64, &Counter<T>)> = self.counts.iter().map(|c| (c.count, c.hash, c)).collect();
         if n < counters.len() {
             counters.select_nth_unstable_by(n, order);
             counters.truncate(n);
         }
-        counters.sort_by(order);
-        counters.into_iter().map(|c| (c.item.clone(), c.count)).collect()
+        counters.sort_unstable_by(order);
+        counters.into_iter().map(|(count, _, c)| (c.item.clone(), count)).collect()
     }
 
     /// The items whose frequency is above `phi · N`, under the chosen [`Guarantee`], with the

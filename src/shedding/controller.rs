@@ -154,6 +154,12 @@ impl RateController for FixedRate {
 /// `[MIN_KEEP_PROBABILITY, 1]`. At steady overload the kept load is `H·C`, so the queue
 /// behind the shedder behaves as one at utilization `H`.
 ///
+/// A step whose load fails [`Load::validate`] is ignored. A rate more than 1024 times above
+/// or below the average (both above zero) restarts the average there: a change that large is
+/// a new regime, not noise, and a freak reading then sways one step instead of the hundreds
+/// an exponential average takes to forget a factor of `10^30`. A demand or backlog too large
+/// for a float keeps the least.
+///
 /// ```
 /// use synopses::shedding::{Headroom, Load, RateController};
 ///
