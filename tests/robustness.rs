@@ -2456,6 +2456,52 @@ fn history_sketches_crafted_invalid_fields_are_rejected() -> TestResult {
     Ok(())
 }
 
+/// States no stream makes, which an outside audit found the decoders accepting: a dense
+/// sketch of a shape with a sparse mode holds more than the sparse limit of distinct entries
+/// (so at least one register set, and at the highest precisions several), and its martingale
+/// started at that count.
+#[test]
+fn dense_sketches_hold_what_turned_them_dense() -> TestResult {
+    // UltraLogLog p = 10: a real dense sketch, its martingale patched below the limit (192).
+    let mut ull = UltraLogLog::new(10)?;
+    (0..400_u64).for_each(|j| ull.observe_hash((j << 38) | (1 << 53) | 1));
+    assert!(!ull.is_sparse() && ull.martingale_estimate().is_some_and(|x| x >= 192.0));
+    let bytes = ull.to_bytes();
+    for x in [1.0, 5.0, 100.0, 191.0] {
+        let mut body = bytes[4..bytes.len() - 8].to_vec();
+        body[10..18].copy_from_slice(&f64::to_le_bytes(x));
+        let r = UltraLogLog::from_bytes(&envelope(ULL, &body));
+        assert!(is_invalid_field(&r, "martingale"), "martingale {x}: {r:?}");
+    }
+    // A dense empty UltraLogLog at a precision with a sparse mode.
+    let r = UltraLogLog::from_bytes(&envelope(ULL, &ull_body(10, Some(0.0), &[0; 1024])));
+    assert!(is_invalid_field(&r, "registers"), "{r:?}");
+    // At p = 3 (no sparse mode) it is the empty sketch.
+    assert_eq!(
+        UltraLogLog::from_bytes(&envelope(ULL, &ull_body(3, Some(0.0), &[0; 8])))?,
+        UltraLogLog::with_seed(3, 9)?
+    );
+    // HyperLogLog p = 18: one register holds at most 2^8 · 39 = 9 984 entries, the sparse
+    // limit is 49 152: a dense sketch has at least 5 registers set.
+    for set in [1_usize, 4] {
+        let mut registers = vec![0_u8; 1 << 18];
+        registers.iter_mut().take(set).for_each(|r| *r = 1);
+        let r = HyperLogLog::from_bytes(&hll_dense(18, 0, None, &registers));
+        assert!(is_invalid_field(&r, "registers"), "{set} set: {r:?}");
+    }
+    let mut registers = vec![0_u8; 1 << 18];
+    registers.iter_mut().take(5).for_each(|r| *r = 1);
+    assert!(HyperLogLog::from_bytes(&hll_dense(18, 0, None, &registers)).is_ok());
+    // Count-Min, standard update: a saturated total, yet counters that sum to nothing.
+    let r = CountMin::from_bytes(&envelope(CM, &cm_body(4, 2, 0x80, 0, u64::MAX, &[0; 8])));
+    assert!(is_invalid_field(&r, "counters"), "{r:?}");
+    let mut saturated = CountMin::new(4, 2)?;
+    saturated.observe_weighted(1_u64, u64::MAX);
+    saturated.observe_weighted(2_u64, 3);
+    assert_eq!(CountMin::from_bytes(&saturated.to_bytes())?, saturated);
+    Ok(())
+}
+
 #[test]
 fn history_sketches_invalid_parameters_are_config_errors() {
     for p in [0, 2, 27, u8::MAX] {

@@ -1058,6 +1058,47 @@ fn a_shedder_refuses_a_load_it_cannot_act_on_and_loses_no_count() -> Result<(), 
     Ok(())
 }
 
+#[test]
+fn items_offered_in_no_time_are_refused_and_counted_later() -> Result<(), Box<dyn std::error::Error>> {
+    let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(1.0, 0.9)?);
+    (0..3000_u64).for_each(|x| {
+        s.offer(x);
+    });
+    let instant = Load { offered: 0, elapsed: 0.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 };
+    assert_eq!(s.control(instant).err().map(|e| e.parameter()), Some("elapsed"));
+    s.control(Load { elapsed: 1.0, ..instant })?;
+    assert!((s.keep_probability() - 0.3).abs() < 1e-9, "{}", s.keep_probability());
+    // With nothing offered, a step of no time is an empty step.
+    s.control(instant)?;
+    Ok(())
+}
+
+#[test]
+fn a_simulation_of_absurd_costs_reports_finite_numbers() -> Result<(), Box<dyn std::error::Error>> {
+    use synopses::shedding::{Phase, Simulation};
+    for cost in [1e308, f64::MAX / 4.0, f64::MAX] {
+        let sim = Simulation::new(vec![Phase { duration: 10.0, rate: 10.0 }], cost, 1.0, 1)?;
+        for report in [sim.run(FixedRate::new(1.0)?), sim.run(Headroom::new(1.0, 0.9)?)] {
+            let numbers = [report.latency_p50, report.latency_p99, report.latency_max, report.kept_rate(0.0, 10.0)];
+            assert!(numbers.iter().all(|x| x.is_finite()), "cost {cost}: {numbers:?}");
+            assert!(report.series.iter().all(|s| s.keep_probability.is_finite() && s.kept_rate.is_finite()));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_random_drop_at_a_vanishing_probability_weighs_as_much_as_a_float_can() {
+    use synopses::shedding::DropPolicy;
+    let mut policy = RandomDrop::new(3);
+    let p = 1e-310;
+    // (At such a p nothing is kept in practice; the weight it would carry is the point.)
+    let kept = (0..1_000_u64).find_map(|i| policy.decide(&i, p));
+    assert!(kept.is_none_or(|w| w.get() == f64::MAX));
+    let mut all = RandomDrop::new(3);
+    assert_eq!(all.decide(&0_u64, 1.0).map(|w| w.get()), Some(1.0));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Partitioners and partitioned runs
 // ---------------------------------------------------------------------------------------------

@@ -108,7 +108,7 @@ impl ExaLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_params(precision: u8, t: u8, d: u8, seed: u64) -> Result<Self, ConfigError> {
-        Ok(Self { core: Boxed::new(Core::new(Self::shape(precision, t, d)?, seed)) })
+        Ok(Self { core: Boxed::new(Core::try_new(Self::shape(precision, t, d)?, seed)?) })
     }
 
     /// The shape of valid parameters, checked without allocating anything.

@@ -21,7 +21,7 @@
 use super::estimators::{MAX_ESTIMATE, capped, martingale_ceiling, pow2, wide_to_f64};
 use super::optimal;
 use super::sparse::{self, Sparse};
-use crate::core::{Bounds, Confidence, DecodeError};
+use crate::core::{Bounds, Confidence, ConfigError, DecodeError, alloc};
 
 /// Evaluates `body` with the [`Shape`] variable `shape` rebound to a copy whose `t` and `d` are
 /// constants where they are known at compile time: UltraLogLog's (`cell` = `u8`) always,
@@ -647,6 +647,15 @@ impl<R: Cell> Core<R> {
         Self { shape, seed, registers: Box::default(), sparse: Sparse::new(), unseen, martingale: None }
     }
 
+    /// [`new`](Self::new) for a constructor: a shape born dense allocates its registers now
+    /// (up to 256 MiB), and is first checked to be allocatable (see [`alloc`]).
+    pub(crate) fn try_new(shape: Shape, seed: u64) -> Result<Self, ConfigError> {
+        if Self::limit(shape) == 0 {
+            alloc::check(shape.registers() * size_of::<R>(), "precision", shape.p)?;
+        }
+        Ok(Self::new(shape, seed))
+    }
+
     /// The empty sketch with its registers.
     pub(crate) fn new_dense(shape: Shape, seed: u64) -> Self {
         debug_assert!(R::FIXED.is_none_or(|(t, d)| (shape.t, shape.d) == (t, d)));
@@ -1135,12 +1144,21 @@ impl<R: Cell> Core<R> {
             return Err(DecodeError::InvalidField { field: "registers", reason: "padding bits set" });
         }
         core.recount();
+        // A shape with a sparse mode turns dense past `limit` distinct entries, and its
+        // martingale starts at that count. (Only shapes born dense are dense with few items,
+        // or none; builds before the sparse mode wrote such sketches for every shape, and
+        // they are no longer read.)
+        let limit = Self::limit(shape);
+        let set = core.registers.iter().filter(|r| r.get() != 0).count();
+        if limit > 0 && !sparse::dense_enough(set, shape.p, limit) {
+            return Err(DecodeError::InvalidField { field: "registers", reason: "too few set for a dense sketch" });
+        }
         // Each value known seen took a change of its own, and each change adds at least 1;
-        // the empty sketch has its martingale, at 0. (A dense sketch of few items, or none, is
-        // what shapes without a sparse mode make, and what builds before it wrote.)
+        // the empty sketch has its martingale, at 0.
+        let floor = (limit as f64).max(core.seen_pairs() as f64);
         let consistent = match martingale {
             _ if core.is_empty() => martingale == Some(0.0),
-            Some(x) => x >= core.seen_pairs() as f64 && x <= core.martingale_ceiling(),
+            Some(x) => x >= floor && x <= core.martingale_ceiling(),
             None => true,
         };
         if !consistent {

@@ -650,11 +650,10 @@ impl HyperLogLog {
                 return Err(DecodeError::InvalidField { field: "registers", reason: "rank above 65 - precision" });
             }
             d.recount(precision);
-            if d.agg.zeros == m as u32 {
-                return Err(DecodeError::InvalidField {
-                    field: "registers",
-                    reason: "a dense sketch has a register set",
-                });
+            // It turned dense past the sparse limit of distinct entries: enough registers set
+            // to hold them (one, but at the highest precisions).
+            if !sparse::dense_enough(d.registers_set() as usize, precision, hll.sparse_limit()) {
+                return Err(DecodeError::InvalidField { field: "registers", reason: "too few set for a dense sketch" });
             }
             // The martingale starts at the exact count when the sketch turns dense (one more than
             // the sparse form holds) and adds at least 1 for every register raised since.

@@ -80,6 +80,15 @@ pub(crate) fn limit(dense_bytes: usize) -> usize {
     dense_bytes / 4 * 3 / 4
 }
 
+/// Whether a dense sketch of precision `p` with `set` registers set can hold more than
+/// `limit` distinct entries, as every sketch that turned dense does: at most
+/// `2^(26 − p) · 39` entries land in one register (the entry bits below its index, and the
+/// ranks). A decoder rejects fewer (at precision 18, fewer than 5 registers).
+pub(crate) fn dense_enough(set: usize, p: u8, limit: usize) -> bool {
+    let per_register = (1u64 << (SPARSE_BITS - u32::from(p).min(SPARSE_BITS))) * u64::from(MAX_RANK);
+    (set as u64).saturating_mul(per_register) > limit as u64
+}
+
 /// The bounds of a sparse sketch of `len` entries: exact, but for items whose entries
 /// coincide, a Poisson number of mean `len²/2 · 2^−26/3`, which the upper end allows for at
 /// the same confidence.

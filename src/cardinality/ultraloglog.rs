@@ -126,7 +126,7 @@ impl UltraLogLog {
         if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer in 3..=26"));
         }
-        Ok(Self { core: Boxed::new(Core::new(shape(precision), seed)) })
+        Ok(Self { core: Boxed::new(Core::try_new(shape(precision), seed)?) })
     }
 
     /// The precision `p`: the sketch has `2^p` registers.

@@ -159,7 +159,7 @@ impl CountMin {
         if u64::from(width) * u64::from(depth) > MAX_COUNTERS {
             return Err(ConfigError::new("width", width, "at most 2^27 counters in all (width × depth)"));
         }
-        let counters = alloc::filled(width as usize * depth as usize, "width", width)?.into_boxed_slice();
+        let counters = alloc::zeroed(width as usize * depth as usize, "width", width)?.into_boxed_slice();
         Ok(Self { width, depth, seed, update, double_hashed: false, total: 0, counters })
     }
 
@@ -605,9 +605,9 @@ impl CountMin {
             let sum: u128 = row.iter().map(|&c| u128::from(c)).sum();
             let consistent = match update {
                 // Every observation adds its count to one counter of every row (the
-                // conservative rule at most that); a saturated total is the only way the sums
-                // can differ.
-                Update::Standard => sum == u128::from(total) || total == u64::MAX,
+                // conservative rule at most that); past a saturated total a row sums to at
+                // least it (its sum went past, or one of its counters saturated too).
+                Update::Standard => sum == u128::from(total) || (total == u64::MAX && sum >= u128::from(total)),
                 Update::Conservative => {
                     row.iter().all(|&c| c <= total) && (sum <= u128::from(total) || total == u64::MAX)
                 }

@@ -73,7 +73,7 @@ impl Bloom {
         let Ok(length) = usize::try_from(bits) else {
             return Err(ConfigError::new("bits", bits, "a length this platform can address"));
         };
-        let mut bits = BitVec::from_vec(alloc::filled::<u64>(length.div_ceil(64), "bits", bits)?);
+        let mut bits = BitVec::from_vec(alloc::zeroed::<u64>(length.div_ceil(64), "bits", bits)?);
         bits.truncate(length);
         Ok(Self { bits, hashes, seed })
     }

@@ -159,7 +159,7 @@ impl CountingBloom {
         let Ok(words) = usize::try_from((counters << width.log2()).div_ceil(64)) else {
             return Err(ConfigError::new("counters", counters, "a length this platform can address"));
         };
-        Ok(Self { words: alloc::filled(words, "counters", counters)?, counters, hashes, width, seed, items: 0 })
+        Ok(Self { words: alloc::zeroed(words, "counters", counters)?, counters, hashes, width, seed, items: 0 })
     }
 
     /// The smallest filter of 4-bit counters whose false-positive rate after

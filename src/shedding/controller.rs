@@ -45,7 +45,8 @@ impl Load {
 
     /// Whether a controller can act on this load: `elapsed`, `cost_per_item` and
     /// `queue_delay` finite numbers at least 0, and an elapsed time long enough that the
-    /// input rate is finite (a clock reading of 10^-320 s would make it infinite). The error
+    /// input rate is finite (a clock reading of 10^-320 s, or of 0 s with items offered,
+    /// would make it infinite; 0 s with none offered is an empty step). The error
     /// names the first field that fails. The controllers of this crate ignore a step whose
     /// load fails (one bad reading cannot poison them), and
     /// [`LoadShedder::control`](super::LoadShedder::control) refuses it.
@@ -60,7 +61,9 @@ impl Load {
     /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
         let at_least_zero = |x: f64| x >= 0.0 && x.is_finite();
-        if !at_least_zero(self.elapsed) || !self.input_rate().is_finite() {
+        // (Items offered in no time at all are an infinite rate too.)
+        let instant = self.elapsed == 0.0 && self.offered > 0;
+        if !at_least_zero(self.elapsed) || !self.input_rate().is_finite() || instant {
             return Err(ConfigError::new(
                 "elapsed",
                 self.elapsed,

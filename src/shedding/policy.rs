@@ -76,9 +76,10 @@ pub trait PartPolicy: Sized {
     }
 }
 
-/// The weight `1/p` of an item kept with probability `p` (1 for `p ≥ 1`).
+/// The weight `1/p` of an item kept with probability `p` (1 for `p ≥ 1`; `f64::MAX` for a
+/// `p` so small that `1/p` is not a float).
 fn inverse(keep_probability: f64) -> Weight {
-    Weight::new(1.0 / keep_probability.min(1.0)).unwrap_or(Weight::ONE)
+    Weight::new((1.0 / keep_probability.min(1.0)).min(f64::MAX)).unwrap_or(Weight::ONE)
 }
 
 /// Bits of the keep probability in the middle range, where items are decided 64 at a time.

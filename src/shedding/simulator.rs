@@ -111,7 +111,8 @@ impl Server {
 impl Operator<(f64, Weight)> for Server {
     fn observe(&mut self, (arrival, _): (f64, Weight)) {
         let start = self.free_at.max(arrival);
-        self.free_at = start + self.cost;
+        // Saturating: a cost of 10^308 s an item runs the server's clock past the floats.
+        self.free_at = (start + self.cost).min(f64::MAX);
         self.in_system.push_back(self.free_at);
         self.latencies.push(self.free_at - arrival);
         self.max_queue = self.max_queue.max(self.queue_at(arrival));

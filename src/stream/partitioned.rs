@@ -2,7 +2,7 @@
 //! text is in the [family docs](super).
 
 use super::partitioner::Partitioner;
-use crate::core::{ConfigError, MergeError, Mergeable, Operator};
+use crate::core::{ConfigError, MergeError, Mergeable, Operator, alloc};
 use crate::hash::Hashable;
 
 /// `N` instances of a mergeable operator, one per worker of a [`Partitioner`]: items are
@@ -41,8 +41,9 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     ///
     /// The parts are checked before they are made: their memory, the
     /// [`size_in_bytes`](Mergeable::size_in_bytes) of an empty part times the number of
-    /// workers, must be at most [`MAX_BYTES`](Self::MAX_BYTES) (64 GiB), and the list of parts
-    /// must be allocatable; otherwise a [`ConfigError`] naming `workers` (a Count-Min of
+    /// workers, must be at most [`MAX_BYTES`](Self::MAX_BYTES) (64 GiB), and the system must
+    /// grant it (all of it at once, which an address-space limit, or on Linux more than the
+    /// memory and swap, refuses); otherwise a [`ConfigError`] naming `workers` (a Count-Min of
     /// 64 MiB on 65 536 workers would ask for 4 TiB).
     ///
     /// ```
@@ -66,6 +67,10 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
         if bytes > Self::MAX_BYTES as u128 {
             return Err(too_many());
         }
+        // The parts are allocated one by one, and infallibly: ask for all of their memory at
+        // once first (see `core::alloc`), so that a total the system cannot provide is an
+        // error here rather than an abort part way.
+        alloc::check(usize::try_from(bytes).unwrap_or(usize::MAX), "workers", workers)?;
         let mut parts = Vec::new();
         parts.try_reserve_exact(workers).map_err(|_| too_many())?;
         parts.push(first);
