@@ -14,6 +14,9 @@
 //!
 //! - `offer`: `LoadShedder::offer` per item, with `RandomDrop` (geometric runs) and
 //!   `KeyHashDrop` (one xxh3 per item).
+//! - `random_slice_horvitz_thompson`: the batch path in front of a Horvitz–Thompson
+//!   estimator, what a shedder that estimates sums costs per offered item.
+//! - `horvitz_thompson`: the estimator's cost per kept item, its mean and its merge.
 //! - `random_slice`, `key_hash_slice`: `LoadShedder::offer_slice` over the whole slice, the
 //!   batch path: the random policy passes over runs of drops (or decides 64 items per few
 //!   random words) without reading them; the key-hash policy hashes 64 items into a list of
@@ -25,8 +28,8 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use synopses::core::{Operator, Weight};
-use synopses::shedding::{FixedRate, KeyHashDrop, LoadShedder, RandomDrop};
+use synopses::core::{Mergeable, Operator, Weight};
+use synopses::shedding::{FixedRate, HorvitzThompson, KeyHashDrop, LoadShedder, RandomDrop};
 
 const N: usize = 10_000_000;
 const PROBABILITIES: [f64; 3] = [0.1, 0.5, 0.9];
@@ -94,6 +97,16 @@ fn bench_offer(c: &mut Criterion) {
                 BatchSize::LargeInput,
             );
         });
+        g.bench_function(BenchmarkId::new(format!("p{p}"), "random_slice_horvitz_thompson"), |b| {
+            b.iter_batched(
+                || LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(7), fixed),
+                |mut s| {
+                    s.offer_slice(items);
+                    s
+                },
+                BatchSize::LargeInput,
+            );
+        });
         g.bench_function(BenchmarkId::new(format!("p{p}"), "key_hash_slice"), |b| {
             b.iter_batched(
                 || LoadShedder::new(Tally::default(), KeyHashDrop::new(), fixed),
@@ -108,5 +121,36 @@ fn bench_offer(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_offer);
+/// The Horvitz–Thompson estimator behind a shedder: what it costs per kept item to add a
+/// value and its weight to its sums (`observe`), to answer the mean (`mean`), and to merge.
+/// Weights `1/p` for p from 0.1 to 1, values from 0 to 1000.
+fn bench_horvitz_thompson(c: &mut Criterion) {
+    let kept: Vec<(f64, Weight)> = items()[..1_000_000]
+        .iter()
+        .map(|&x| ((x % 1000) as f64, Weight::new(1.0 + (x >> 60) as f64 * 0.6).expect("a weight")))
+        .collect();
+    let mut g = big_group(c, "shedding/horvitz_thompson");
+    g.throughput(Throughput::Elements(kept.len() as u64));
+    g.bench_function("observe", |b| {
+        b.iter(|| {
+            let mut ht = HorvitzThompson::new();
+            kept.iter().for_each(|&(v, w)| ht.observe(v, w));
+            ht
+        });
+    });
+    let mut full = HorvitzThompson::new();
+    kept.iter().for_each(|&(v, w)| full.observe(v, w));
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("mean", |b| b.iter(|| black_box(&full).mean()));
+    g.bench_function("merge", |b| {
+        b.iter(|| {
+            let mut a = *black_box(&full);
+            a.merge(black_box(&full)).expect("estimators merge");
+            a
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_offer, bench_horvitz_thompson);
 criterion_main!(benches);

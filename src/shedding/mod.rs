@@ -88,8 +88,8 @@
 //! the next step), and [`Headroom`] restarts its average at a reading more than 1024 times
 //! off it, so one freak reading sways one step and the next normal one restores it. The
 //! counts of offered and kept items saturate at `u64::MAX`; [`HorvitzThompson`] keeps its
-//! sums in a wider exponent once they would pass `f64::MAX`, so means stay means, and answers
-//! saturate at `±f64::MAX`; values that are not finite are counted apart, never summed.
+//! sums in units scaled by powers of two once an item passes `2^200`, so that no sum
+//! overflows and means stay means, and answers saturate at `±f64::MAX`; values that are not finite are counted apart, never summed.
 //!
 //! # Adversaries
 //!

@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::controller::{Load, RateController};
 use super::policy::{DropPolicy, PartPolicy};
-use crate::core::extended::Extended;
+use crate::core::float::{exponent, pow2, scaled};
 use crate::core::random::part_stream;
 use crate::core::{ConfigError, Estimate, MergeError, Mergeable, Operator, Weight};
 
@@ -395,12 +395,12 @@ value_as_f64!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 /// occurrence of a key is kept or dropped together, so the variance estimates, which assume
 /// independent choices, are too small when keys repeat.
 ///
-/// Every answer is finite. The sums are kept in plain floats while they stay finite, and from
-/// the first that would pass `f64::MAX` in a float with a wider exponent, so a mean of values
-/// near `f64::MAX` with weights near `f64::MAX` is still their mean; a count, sum or variance
-/// beyond `f64::MAX` is answered as `±f64::MAX`. A value that is not a finite number (a NaN
-/// reading) is not summed: it is counted in [`skipped`](Self::skipped). The count of kept
-/// items saturates at `u64::MAX`.
+/// Every answer is finite. The sums are kept in units scaled by powers of two (1, and so
+/// plain floats, until an item's weight or value passes `2^200`), so no sum overflows on the
+/// way: a mean of values near `f64::MAX` with weights near `f64::MAX` is still their mean. A
+/// count, sum or variance beyond `f64::MAX` is answered as `±f64::MAX`. A value that is not a
+/// finite number (a NaN reading) is not summed: it is counted in
+/// [`skipped`](Self::skipped). The counts of items saturate at `u64::MAX`.
 ///
 /// ```
 /// use synopses::core::{Confidence, Weight};
@@ -414,83 +414,54 @@ value_as_f64!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 /// assert_eq!(ht.sum().variance, 4.0 * 3.0 * 100.0 + 2.0 * 1.0 * 400.0);
 /// # Ok::<(), synopses::ConfigError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HorvitzThompson {
     kept: u64,
     skipped: u64,
-    sums: Sums,
+    /// Σ w', Σ w'·y', Σ w'(w' − 2^−a), Σ w'(w' − 2^−a)·y', Σ w'(w' − 2^−a)·y'², with
+    /// `w' = w·2^−a` and `y' = y·2^−b`: each sum is its true value times `2^−(i·a + j·b)`
+    /// for its degrees `i` in the weight and `j` in the value ([`DEGREES`]).
+    sums: [f64; 5],
+    /// `a` and `b`: 0 (plain floats) until a weight or a value passes `2^200`.
+    scale_w: i32,
+    scale_y: i32,
+    /// `2^−a` and `2^−b`.
+    unit_w: f64,
+    unit_y: f64,
 }
 
-/// Σ w, Σ w·y, Σ w(w − 1), Σ w(w − 1)·y, Σ w(w − 1)·y²: plain floats while every one stays
-/// finite (the fast path, a handful of instructions per item), extended ones from the first
-/// observation or merge that would take one past `f64::MAX`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Sums {
-    Plain([f64; 5]),
-    Extended([Extended; 5]),
-}
-
-impl Default for Sums {
+impl Default for HorvitzThompson {
     fn default() -> Self {
-        Self::Plain([0.0; 5])
+        Self { kept: 0, skipped: 0, sums: [0.0; 5], scale_w: 0, scale_y: 0, unit_w: 1.0, unit_y: 1.0 }
     }
 }
 
-impl Sums {
-    /// The terms of one kept item, as products of its weight and value.
-    fn extended_terms(w: f64, y: f64) -> [Extended; 5] {
-        [
-            Extended::new(w),
-            Extended::product(&[w, y]),
-            Extended::product(&[w, w - 1.0]),
-            Extended::product(&[w, w - 1.0, y]),
-            Extended::product(&[w, w - 1.0, y, y]),
-        ]
+/// The sums on scales `(a, b)` taken to the larger of those and `to`: see
+/// [`HorvitzThompson::rescale`]. Out of line, as it is rare, so that the per-item path
+/// stays small enough to inline into a shedder's loop.
+#[cold]
+#[inline(never)]
+fn rescaled(mut sums: [f64; 5], (a, b): (i32, i32), to: (i32, i32)) -> ([f64; 5], i32, i32) {
+    let (new_a, new_b) = (a.max(to.0), b.max(to.1));
+    for (sum, &(i, j)) in sums.iter_mut().zip(&DEGREES) {
+        *sum = scaled(*sum, i.saturating_mul(new_a - a).saturating_add(j.saturating_mul(new_b - b)).saturating_neg());
     }
-
-    fn to_extended(self) -> [Extended; 5] {
-        match self {
-            Self::Plain(s) => s.map(Extended::new),
-            Self::Extended(s) => s,
-        }
-    }
-
-    fn add(&mut self, w: f64, y: f64) {
-        if let Self::Plain(s) = self {
-            let spread = w * (w - 1.0);
-            let next = [s[0] + w, s[1] + w * y, s[2] + spread, s[3] + spread * y, s[4] + spread * y * y];
-            if next.iter().all(|x| x.is_finite()) {
-                *s = next;
-                return;
-            }
-        }
-        let terms = Self::extended_terms(w, y);
-        let mut sums = self.to_extended();
-        sums.iter_mut().zip(terms).for_each(|(a, b)| *a = a.add(b));
-        *self = Self::Extended(sums);
-    }
-
-    fn merge(&mut self, other: &Self) {
-        if let (Self::Plain(a), Self::Plain(b)) = (&mut *self, other) {
-            let next = [a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4]];
-            if next.iter().all(|x| x.is_finite()) {
-                *a = next;
-                return;
-            }
-        }
-        let mut sums = self.to_extended();
-        sums.iter_mut().zip(other.to_extended()).for_each(|(a, b)| *a = a.add(b));
-        *self = Self::Extended(sums);
-    }
-
-    /// Sum `i`, saturating at `±f64::MAX`.
-    fn get(&self, i: usize) -> f64 {
-        match self {
-            Self::Plain(s) => s[i],
-            Self::Extended(s) => s[i].to_f64(),
-        }
-    }
+    (sums, new_a, new_b)
 }
+
+/// The degrees in the weight and in the value of each sum.
+const DEGREES: [(i32, i32); 5] = [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2)];
+
+/// The largest scaled weight or value an item may bring: `2^200`. Its terms are then at most
+/// `2^800`, and `2^64` of them (more than any estimator will see) at most `2^864`.
+const ITEM_LIMIT: f64 = f64::from_bits((1023 + 200) << 52);
+
+/// A sum is kept within `2^950` (merges, which can double the sums, rescale past it), so that
+/// no sum overflows.
+const SUM_LIMIT: f64 = f64::from_bits((1023 + 950) << 52);
+
+/// An item that passes [`ITEM_LIMIT`] sets the scale so that it is about `2^100`.
+const ITEM_TARGET: i32 = 100;
 
 impl HorvitzThompson {
     /// An estimator that has seen nothing.
@@ -523,7 +494,45 @@ impl HorvitzThompson {
             return;
         }
         self.kept = self.kept.saturating_add(1);
-        self.sums.add(weight.get(), value);
+        let (w, y) = (weight.get(), value);
+        // With the scales at 0 (every item so far within 2^200), this is the plain sum: the
+        // products by 1 are exact.
+        let (mut unit, mut scaled_w, mut scaled_y) = (self.unit_w, w * self.unit_w, y * self.unit_y);
+        if scaled_w.max(scaled_y.abs()) > ITEM_LIMIT {
+            self.rescale(exponent(w) - ITEM_TARGET, exponent(y.abs()) - ITEM_TARGET);
+            (unit, scaled_w, scaled_y) = (self.unit_w, w * self.unit_w, y * self.unit_y);
+        }
+        let (w, y) = (scaled_w, scaled_y);
+        let spread = w * (w - unit);
+        let s = &mut self.sums;
+        s[0] += w;
+        s[1] += w * y;
+        s[2] += spread;
+        s[3] += spread * y;
+        s[4] += spread * y * y;
+    }
+
+    /// Raises the scales to at least `scale_w` and `scale_y` (never lowers them), dividing
+    /// each sum by the powers of two its degrees call for (exact, but where a sum falls among
+    /// the subnormals, and is then negligible).
+    #[inline]
+    fn rescale(&mut self, scale_w: i32, scale_y: i32) {
+        let scales = (self.scale_w, self.scale_y);
+        (self.sums, self.scale_w, self.scale_y) = rescaled(self.sums, scales, (scale_w, scale_y));
+        (self.unit_w, self.unit_y) = (scaled(1.0, -self.scale_w), scaled(1.0, -self.scale_y));
+    }
+
+    /// Raises the weights' scale until every sum is within [`SUM_LIMIT`] (after a merge).
+    fn bound_sums(&mut self) {
+        while self.sums.iter().any(|s| s.abs() > SUM_LIMIT) {
+            self.rescale(self.scale_w.saturating_add(64), self.scale_y);
+        }
+    }
+
+    /// Sum `i` as it is (saturating at `±f64::MAX`).
+    fn true_sum(&self, i: usize) -> f64 {
+        let (deg_w, deg_y) = DEGREES[i];
+        scaled(self.sums[i], deg_w.saturating_mul(self.scale_w).saturating_add(deg_y.saturating_mul(self.scale_y)))
     }
 
     /// The number of items kept (seen by the estimator), saturating at `u64::MAX`.
@@ -566,7 +575,7 @@ impl HorvitzThompson {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn count(&self) -> Estimate {
-        Estimate { value: self.sums.get(0), variance: self.sums.get(2).max(0.0) }
+        Estimate { value: self.true_sum(0), variance: self.true_sum(2).max(0.0) }
     }
 
     /// The estimated sum of the values offered, `Σ w·y` (within `±f64::MAX`).
@@ -580,12 +589,12 @@ impl HorvitzThompson {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn sum(&self) -> Estimate {
-        Estimate { value: self.sums.get(1), variance: self.sums.get(4).max(0.0) }
+        Estimate { value: self.true_sum(1), variance: self.true_sum(4).max(0.0) }
     }
 
     /// The estimated mean of the values offered, `Σ w·y / Σ w` (0 before any item), with the
-    /// linearized variance of the ratio. Computed from the sums in a wider exponent, so it
-    /// is the mean even where the sums pass `f64::MAX`.
+    /// linearized variance of the ratio. Both are computed from the scaled sums, so they are
+    /// the mean and its variance even where the sums themselves pass `f64::MAX`.
     ///
     /// ```
     /// # use synopses::shedding::HorvitzThompson;
@@ -601,16 +610,23 @@ impl HorvitzThompson {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn mean(&self) -> Estimate {
-        let [count, sum, spread, spread_y, spread_yy] = self.sums.to_extended();
-        if count.signum() != std::cmp::Ordering::Greater {
+        // The mean and its variance are of degree 0 in the weights: any weight scale gives
+        // them. Raise it until the sums are within 2^500, so that the products below (the
+        // scaled mean is within 2^200, as every scaled value is) cannot overflow.
+        let mut at = *self;
+        while at.sums.iter().any(|s| s.abs() > pow2(500)) {
+            at.rescale(at.scale_w.saturating_add(64), at.scale_y);
+        }
+        let [count, sum, spread, spread_y, spread_yy] = at.sums;
+        if count <= 0.0 {
             return Estimate { value: 0.0, variance: 0.0 };
         }
-        let mean = sum.div(count);
-        let two_mean = mean.mul(Extended::new(2.0));
-        let spread = spread_yy.sub(two_mean.mul(spread_y)).add(mean.mul(mean).mul(spread));
-        let variance =
-            if spread.signum() == std::cmp::Ordering::Greater { spread.div(count.mul(count)).to_f64() } else { 0.0 };
-        Estimate { value: mean.to_f64(), variance }
+        let mean = sum / count;
+        let spread = spread_yy - 2.0 * mean * spread_y + mean * mean * spread;
+        let square = count * count;
+        // (A count among the subnormals squares to 0: divide by it twice instead.)
+        let variance = if square.is_normal() { spread.max(0.0) / square } else { spread.max(0.0) / count / count };
+        Estimate { value: scaled(mean, at.scale_y), variance: scaled(variance, 2 * at.scale_y) }
     }
 }
 
@@ -626,11 +642,68 @@ impl Mergeable for HorvitzThompson {
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         self.kept = self.kept.saturating_add(other.kept);
         self.skipped = self.skipped.saturating_add(other.skipped);
-        self.sums.merge(&other.sums);
+        // On the larger of the two scales, then within the sums' limit.
+        let mut theirs = *other;
+        self.rescale(other.scale_w, other.scale_y);
+        theirs.rescale(self.scale_w, self.scale_y);
+        self.sums.iter_mut().zip(theirs.sums).for_each(|(a, b)| *a += b);
+        self.bound_sums();
         Ok(())
     }
 
     fn empty_like(&self) -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn weight(w: f64) -> Weight {
+        Weight::new(w).expect("a weight")
+    }
+
+    #[test]
+    fn ordinary_items_sum_as_plain_floats() {
+        // The scales stay at 0: every sum is the plain sum, bit for bit.
+        let mut ht = HorvitzThompson::new();
+        let (mut n, mut s, mut v) = (0.0, 0.0, 0.0);
+        for i in 0..1000 {
+            let (y, w) = (f64::from(i % 17) - 3.5, 1.0 + f64::from(i % 5) * 0.7);
+            ht.observe(y, weight(w));
+            n += w;
+            s += w * y;
+            v += w * (w - 1.0) * y * y;
+        }
+        assert_eq!((ht.count().value, ht.sum().value, ht.sum().variance), (n, s, v));
+        assert_eq!((ht.scale_w, ht.scale_y), (0, 0));
+    }
+
+    #[test]
+    fn extreme_items_rescale_and_keep_their_means() {
+        let mut ht = HorvitzThompson::new();
+        ht.observe(f64::MAX, weight(f64::MAX));
+        ht.observe(-f64::MAX, weight(f64::MAX));
+        assert_eq!(ht.mean().value, 0.0);
+        assert_eq!(ht.count().value, f64::MAX);
+        // A thousand light items beside one of weight 2^300: the mean is the heavy one's.
+        let mut mixed = HorvitzThompson::new();
+        (0..1000).for_each(|_| mixed.observe(1.0, Weight::ONE));
+        mixed.observe(3.0, weight(2f64.powi(300)));
+        assert_eq!(mixed.mean().value, 3.0);
+        assert_eq!(mixed.count().value, 2f64.powi(300));
+        // Merging rescales to the larger scale, and self-merges never overflow.
+        let mut merged = HorvitzThompson::new();
+        merged.observe(2.0, weight(4.0));
+        merged.merge(&mixed).expect("estimators merge");
+        assert_eq!(merged.mean().value, 3.0);
+        for _ in 0..3000 {
+            let copy = merged;
+            merged.merge(&copy).expect("estimators merge");
+        }
+        assert_eq!(merged.mean().value, 3.0);
+        assert!(merged.sums.iter().all(|s| s.abs() <= SUM_LIMIT));
+        assert_eq!(merged.count().value, f64::MAX);
     }
 }
