@@ -642,12 +642,18 @@ impl Mergeable for HorvitzThompson {
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         self.kept = self.kept.saturating_add(other.kept);
         self.skipped = self.skipped.saturating_add(other.skipped);
-        // On the larger of the two scales, then within the sums' limit.
-        let mut theirs = *other;
-        self.rescale(other.scale_w, other.scale_y);
-        theirs.rescale(self.scale_w, self.scale_y);
-        self.sums.iter_mut().zip(theirs.sums).for_each(|(a, b)| *a += b);
-        self.bound_sums();
+        // On the larger of the two scales (almost always both 0), then within the sums' limit.
+        let mut theirs = other.sums;
+        if (self.scale_w, self.scale_y) != (other.scale_w, other.scale_y) {
+            self.rescale(other.scale_w, other.scale_y);
+            let mut other = *other;
+            other.rescale(self.scale_w, self.scale_y);
+            theirs = other.sums;
+        }
+        self.sums.iter_mut().zip(theirs).for_each(|(a, b)| *a += b);
+        if self.sums.iter().any(|s| s.abs() > SUM_LIMIT) {
+            self.bound_sums();
+        }
         Ok(())
     }
 
