@@ -1175,11 +1175,29 @@ fn a_sparse_sketch_reduced_to_a_shape_born_dense_keeps_its_count() -> Result<(),
     empty.merge(&ull)?;
     assert_eq!(UltraLogLog::from_bytes(&empty.to_bytes())?, empty);
     assert_eq!(empty.estimate(), reduced.estimate());
-    // ExaLogLog's shapes born dense (p + t > 26).
+    // ExaLogLog: a sparse sketch reduced far, and shapes born dense (p + t > 26) reduced to
+    // precisions with a sparse mode, where the result is dense with few items (an outside
+    // review found the decoder refusing those).
     let mut ell = ExaLogLog::with_params(20, 2, 20, 1)?;
     ell.observe_all(0..20_u64);
     let reduced = ell.reduce(2)?;
     assert_eq!(ExaLogLog::from_bytes(&reduced.to_bytes())?, reduced);
+    for (t, d) in [(4_u8, 0_u8), (4, 22)] {
+        let mut born_dense = ExaLogLog::with_params(23, t, d, 1)?;
+        assert!(!born_dense.is_sparse());
+        born_dense.observe(7_u64);
+        for p in [22, 10, 2] {
+            let reduced = born_dense.reduce(p)?;
+            assert_eq!(ExaLogLog::from_bytes(&reduced.to_bytes())?, reduced, "({t}, {d}) reduced to {p}");
+        }
+        let mut small = ExaLogLog::with_params(22, t, d, 1)?;
+        small.merge(&born_dense)?;
+        assert_eq!(ExaLogLog::from_bytes(&small.to_bytes())?, small, "({t}, {d}) merged into an empty one");
+        let mut sparse = ExaLogLog::with_params(22, t, d, 1)?;
+        sparse.observe_all(0..5_u64);
+        sparse.merge(&born_dense)?;
+        assert_eq!(ExaLogLog::from_bytes(&sparse.to_bytes())?, sparse, "({t}, {d}) merged into a sparse one");
+    }
     Ok(())
 }
 

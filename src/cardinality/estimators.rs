@@ -1,5 +1,6 @@
 //! Estimator formulas shared by the register-based cardinality sketches.
 
+use crate::core::DecodeError;
 pub(crate) use crate::core::float::pow2;
 
 /// `sqrt(3 ln 2 - 1)`: the asymptotic relative standard error of HyperLogLog's register
@@ -61,10 +62,34 @@ pub(crate) fn capped(estimate: f64) -> f64 {
 /// take is rarer than `2^−64` per register. There are at most `changes` changes. The bound is
 /// loose (most changes add far less), but it is one no reachable state exceeds, which is
 /// what a decoder may check; a relative `2^−40` covers the rounding of the sum.
+///
+/// The relative `2^−40` is not what the rounding of up to `2^37` additions could in principle
+/// reach; what makes the ceiling safe is its own slack: it counts every register's changes
+/// at the largest increment, including the entries absorbed when the sketch turned dense,
+/// which added nothing, so a real martingale stays at least one increment below it.
 pub(crate) fn martingale_ceiling(start: f64, changes: u64, unseen: u128, p: u8) -> f64 {
     let floor = unseen.max(1u128 << p);
     let per_change = pow2(64 + i32::from(p)) / wide_to_f64(floor);
     (start + changes as f64 * per_change) * (1.0 + pow2(-40))
+}
+
+/// What a decoder checks of the martingale of a dense register sketch: none, or one between
+/// what it must have reached (its start, `limit` for a sketch that turned dense, and one
+/// change per value known `seen`) and the [`martingale_ceiling`] of at most `changes`
+/// changes from the unseen mass `unseen`. The same for HyperLogLog, UltraLogLog and
+/// ExaLogLog.
+pub(crate) fn check_martingale(
+    martingale: Option<f64>,
+    (limit, seen): (usize, f64),
+    (changes, unseen, p): (u64, u128, u8),
+) -> Result<(), DecodeError> {
+    let Some(x) = martingale else { return Ok(()) };
+    let floor = (limit as f64).max(seen);
+    if x >= floor && x <= martingale_ceiling(limit as f64, changes, unseen, p) {
+        Ok(())
+    } else {
+        Err(DecodeError::InvalidField { field: "martingale", reason: "not what the registers allow" })
+    }
 }
 
 /// Converts a 128-bit fixed-point sum to `f64` from its two 64-bit halves: deterministic

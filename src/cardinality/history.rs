@@ -18,7 +18,7 @@
 //! and the martingale both read the probability mass of the values *known not seen*, kept
 //! here exactly in 64.64 fixed point (every `ρ_k` is a power of two of at least `2^−(64−p)`).
 
-use super::estimators::{MAX_ESTIMATE, capped, martingale_ceiling, pow2, wide_to_f64};
+use super::estimators::{MAX_ESTIMATE, capped, check_martingale, pow2, wide_to_f64};
 use super::optimal;
 use super::sparse::{self, Sparse};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, alloc};
@@ -647,12 +647,11 @@ impl<R: Cell> Core<R> {
         Self { shape, seed, registers: Box::default(), sparse: Sparse::new(), unseen, martingale: None }
     }
 
-    /// [`new`](Self::new) for a constructor: a shape born dense allocates its registers now
-    /// (up to 256 MiB), and is first checked to be allocatable (see [`alloc`]).
+    /// [`new`](Self::new) for a constructor: the registers a sketch holds once dense (up to
+    /// 256 MiB, allocated now for a shape born dense, later for the others) are first checked
+    /// to be allocatable (see [`alloc`]).
     pub(crate) fn try_new(shape: Shape, seed: u64) -> Result<Self, ConfigError> {
-        if Self::limit(shape) == 0 {
-            alloc::check(shape.registers() * size_of::<R>(), "precision", shape.p)?;
-        }
+        alloc::check(shape.registers() * size_of::<R>(), "precision", shape.p)?;
         Ok(Self::new(shape, seed))
     }
 
@@ -922,15 +921,6 @@ impl<R: Cell> Core<R> {
         self.registers.iter().map(|r| r.get()).filter(|&r| r != 0).map(|r| 1 + u64::from((r & mask).count_ones())).sum()
     }
 
-    /// The largest martingale these registers allow (see [`martingale_ceiling`]): each change
-    /// raised a register's maximum `u` or marked a value below it, each value at most once, so
-    /// a register of maximum `u` took at most `2u` changes.
-    fn martingale_ceiling(&self) -> f64 {
-        let d = u32::from(self.shape.d);
-        let changes = self.registers.iter().map(|r| 2 * (r.get() >> d)).sum();
-        martingale_ceiling(Self::limit(self.shape) as f64, changes, self.unseen, self.shape.p)
-    }
-
     /// The counts of values known seen, level by level.
     pub(crate) fn seen_by_level(&self) -> Vec<u32> {
         if size_of::<R>() == 1 {
@@ -1144,26 +1134,22 @@ impl<R: Cell> Core<R> {
             return Err(DecodeError::InvalidField { field: "registers", reason: "padding bits set" });
         }
         core.recount();
-        // A shape with a sparse mode turns dense past `limit` distinct entries, and its
-        // martingale starts at that count. (Only shapes born dense are dense with few items,
-        // or none; builds before the sparse mode wrote such sketches for every shape, and
-        // they are no longer read.)
+        // A shape with a sparse mode turns dense in a stream past `limit` distinct entries,
+        // and its martingale starts at that count: such a sketch has enough registers set to
+        // hold them. So does any dense sketch of t = 0, whatever merges and reductions made it;
+        // with t >= 1 a reduction of a shape born dense (p + t > 26) gives one with few items.
         let limit = Self::limit(shape);
         let set = core.registers.iter().filter(|r| r.get() != 0).count();
-        if limit > 0 && !sparse::dense_enough(set, shape.p, limit) {
+        let turned_dense = martingale.is_some() || shape.t == 0;
+        if limit > 0 && turned_dense && !sparse::dense_enough(set, shape.p, limit) {
             return Err(DecodeError::InvalidField { field: "registers", reason: "too few set for a dense sketch" });
         }
-        // Each value known seen took a change of its own, and each change adds at least 1;
-        // the empty sketch has its martingale, at 0.
-        let floor = (limit as f64).max(core.seen_pairs() as f64);
-        let consistent = match martingale {
-            _ if core.is_empty() => martingale == Some(0.0),
-            Some(x) => x >= floor && x <= core.martingale_ceiling(),
-            None => true,
-        };
-        if !consistent {
+        // The empty sketch is one born dense, with its martingale at 0.
+        if core.is_empty() && martingale != Some(0.0) {
             return Err(DecodeError::InvalidField { field: "martingale", reason: "not what the registers allow" });
         }
+        let ceiling = (most_changes(&core), core.unseen, shape.p);
+        check_martingale(martingale, (limit, core.seen_pairs() as f64), ceiling)?;
         core.martingale = martingale;
         Ok(core)
     }
@@ -1228,6 +1214,14 @@ impl<R: Cell> PartialEq for Core<R> {
             && ((self.registers == other.registers && self.sparse.same_entries(&other.sparse))
                 || (self.is_empty() && other.is_empty()))
     }
+}
+
+/// The most changes registers can have taken (for the martingale's ceiling): each change
+/// raised a register's maximum `u` or marked a value below it, each value at most once, so a
+/// register of maximum `u` took at most `2u`.
+fn most_changes<R: Cell>(core: &Core<R>) -> u64 {
+    let d = u32::from(core.shape.d);
+    core.registers.iter().map(|r| 2 * (r.get() >> d)).sum()
 }
 
 /// Bytes of `m` registers of `bits` bits each.

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::estimators::{HIP_RSE, capped, ertl_estimate, improved_rse, martingale_ceiling, pow2, wide_to_f64};
+use super::estimators::{HIP_RSE, capped, check_martingale, ertl_estimate, improved_rse, pow2, wide_to_f64};
 use super::register_sums::register_sums;
 use super::sparse::{self, Sparse};
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
@@ -655,21 +655,11 @@ impl HyperLogLog {
             if !sparse::dense_enough(d.registers_set() as usize, precision, hll.sparse_limit()) {
                 return Err(DecodeError::InvalidField { field: "registers", reason: "too few set for a dense sketch" });
             }
-            // The martingale starts at the exact count when the sketch turns dense (one more than
-            // the sparse form holds) and adds at least 1 for every register raised since.
-            let floor = (hll.sparse_limit() as f64).max(f64::from(d.registers_set()));
-            if martingale.is_some_and(|x| x < floor) {
-                return Err(DecodeError::InvalidField { field: "martingale", reason: "below what the registers show" });
-            }
-            // Each change raised a register by at least 1: at most the sum of the ranks.
+            // It started at the exact count when the sketch turned dense (one more than the
+            // sparse form holds); each register change raised a register by at least 1.
             let changes = d.registers.iter().map(|&r| u64::from(r)).sum();
-            let ceiling = martingale_ceiling(hll.sparse_limit() as f64, changes, d.agg.inverse_sum, precision);
-            if martingale.is_some_and(|x| x > ceiling) {
-                return Err(DecodeError::InvalidField {
-                    field: "martingale",
-                    reason: "above what the registers allow",
-                });
-            }
+            let seen = f64::from(d.registers_set());
+            check_martingale(martingale, (hll.sparse_limit(), seen), (changes, d.agg.inverse_sum, precision))?;
             d.agg.martingale = martingale;
             hll.repr = Repr::Dense(d);
         } else {

@@ -235,10 +235,11 @@
 //!
 //! # Limits
 //!
-//! Every estimate, bound and martingale is a finite number of at most `2^64` (the number of
-//! distinct 64-bit hashes, beyond which no sketch of them can tell items apart). A sketch
-//! whose registers all hold their largest value, which items crafted to hash that way reach
-//! with `m` items, answers exactly that, rather than an infinity.
+//! Every estimate and martingale is a finite number of at most `2^64` (the number of
+//! distinct 64-bit hashes, beyond which no sketch of them can tell items apart), and every
+//! bound is finite (`estimate · (1 ± z·error)`). A sketch whose registers all hold their
+//! largest value, which items crafted to hash that way reach with `m` items, answers exactly
+//! that, rather than an infinity.
 //!
 //! # Adversaries
 //!

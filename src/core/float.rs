@@ -20,13 +20,6 @@ pub(crate) fn scaled(x: f64, e: i32) -> f64 {
     if out.is_finite() { out } else { f64::MAX.copysign(x) }
 }
 
-/// The binary exponent of a finite `x` above zero: `⌊log2 x⌋` (for subnormals, that of the
-/// smallest normal, which is all callers need: an upper bound of the scale).
-#[inline]
-pub(crate) fn exponent(x: f64) -> i32 {
-    (((x.to_bits() >> 52) & 0x7FF) as i32 - 1023).max(-1022)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,6 +41,5 @@ mod tests {
         assert_eq!(scaled(0.0, 5000), 0.0);
         assert_eq!(scaled(1.0, -1074), 5e-324);
         assert_eq!(scaled(f64::MIN_POSITIVE, 1022), 1.0);
-        assert_eq!((exponent(1.0), exponent(3.0), exponent(f64::MAX), exponent(5e-324)), (0, 1, 1023, -1022));
     }
 }

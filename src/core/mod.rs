@@ -8,6 +8,7 @@
 pub(crate) mod alloc;
 mod bounds;
 mod error;
+pub(crate) mod extended;
 pub(crate) mod float;
 pub(crate) mod random;
 mod traits;

@@ -67,8 +67,9 @@ pub(crate) const UNIFORM_MIN: f64 = 1.0 / (1u64 << 53) as f64;
 /// The largest number [`Stream::uniform`] draws, `1 − 2^−53`.
 pub(crate) const UNIFORM_MAX: f64 = 1.0 - UNIFORM_MIN;
 
-/// The largest number [`Stream::exponential`] draws, `−ln 2^−52 ≈ 36.04`, and the largest
-/// `−ln(1 − U·P)` for a uniform `U` and `P <= 1`, `−ln 2^−53 ≈ 36.74`, are below this.
+/// Every number [`Stream::exponential`] draws, `−ln U` for a `U` of at least `2^−53`, and
+/// every `−ln(1 − U·P)` for a uniform `U` and `P <= 1`, are at most `−ln 2^−53 ≈ 36.74`:
+/// below this.
 pub(crate) const EXPONENTIAL_MAX: f64 = 37.0;
 
 /// The stream number of part `index` of an operator on stream `stream` that has seen `seen`

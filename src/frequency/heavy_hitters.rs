@@ -270,8 +270,9 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     }
 
     /// The `n` kept items with the largest counts, largest first (ties by the items' seeded
-    /// hash; items that share a hash as well, which only crafted items do, in the order the
-    /// summary holds them).
+    /// hash). Items that share their count and their hash, which only items crafted to
+    /// collide do, come in the order the summary holds them, which depends on its history:
+    /// the one answer of a summary that its decoded copy may give in another order.
     ///
     /// ```
     /// # use synopses::frequency::HeavyHitters;
@@ -422,7 +423,7 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
                 (c, bytes)
             })
             .collect();
-        sorted.sort_unstable_by(|(a, x), (b, y)| b.count.cmp(&a.count).then(a.hash.cmp(&b.hash)).then(x.cmp(y)));
+        sorted.sort_unstable_by(|(a, x), (b, y)| canonical((a.count, a.hash, x), (b.count, b.hash, y)));
         let seeded = self.seed != DEFAULT_SEED;
         let items: usize = sorted.iter().map(|(_, bytes)| bytes.len()).sum();
         let mut w = Writer::new(Family::HeavyHitters, 32 + 8 * sorted.len() + items);
@@ -480,8 +481,7 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
             // The canonical order: count descending, then the seeded hash ascending, then the
             // item's encoding ascending.
             let hash = item.hash64(seed);
-            let in_order = previous
-                .is_none_or(|(c, h, b)| count.cmp(&c).reverse().then(hash.cmp(&h)).then(item_bytes.cmp(b)).is_gt());
+            let in_order = previous.is_none_or(|before| canonical(before, (count, hash, item_bytes)).is_lt());
             if !in_order {
                 return Err(invalid("counters", "not in the canonical order"));
             }
@@ -501,6 +501,12 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
         hh.error = error;
         Ok(hh)
     }
+}
+
+/// The canonical order of counters, `(count, seeded hash, item's encoding)`: count
+/// descending, then hash ascending, then encoding ascending. One summary, one encoding.
+fn canonical(a: (u64, u64, &[u8]), b: (u64, u64, &[u8])) -> std::cmp::Ordering {
+    b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(b.2))
 }
 
 /// The flag of the capacity field that says a seed follows.

@@ -86,7 +86,7 @@
 //! elapsed time so short that the input rate is infinite); the controllers ignore such a
 //! step, [`LoadShedder::control`] refuses it with an error (the items offered count toward
 //! the next step), and [`Headroom`] restarts its average at a reading more than 1024 times
-//! off it, so one freak reading sways one step and the next normal one restores it. The
+//! off it, so one freak reading that far off sways one step and the next normal one restores it. The
 //! counts of offered and kept items saturate at `u64::MAX`; [`HorvitzThompson`] keeps its
 //! sums in units scaled by powers of two once an item passes `2^200`, so that no sum
 //! overflows and means stay means, and answers saturate at `±f64::MAX`; values that are not finite are counted apart, never summed.

@@ -1,11 +1,12 @@
 //! The load shedder, an operator adapter, and what goes behind it. The teaching text is in the
 //! [family docs](super).
 
+use std::cmp::Ordering;
 use std::fmt;
 
 use super::controller::{Load, RateController};
 use super::policy::{DropPolicy, PartPolicy};
-use crate::core::float::{exponent, pow2, scaled};
+use crate::core::extended::Extended;
 use crate::core::random::part_stream;
 use crate::core::{ConfigError, Estimate, MergeError, Mergeable, Operator, Weight};
 
@@ -395,12 +396,13 @@ value_as_f64!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 /// occurrence of a key is kept or dropped together, so the variance estimates, which assume
 /// independent choices, are too small when keys repeat.
 ///
-/// Every answer is finite. The sums are kept in units scaled by powers of two (1, and so
-/// plain floats, until an item's weight or value passes `2^200`), so no sum overflows on the
-/// way: a mean of values near `f64::MAX` with weights near `f64::MAX` is still their mean. A
-/// count, sum or variance beyond `f64::MAX` is answered as `±f64::MAX`. A value that is not a
-/// finite number (a NaN reading) is not summed: it is counted in
-/// [`skipped`](Self::skipped). The counts of items saturate at `u64::MAX`.
+/// Every answer is finite. The sums are plain floats while no item's weight or value passes
+/// `2^128` and no merge takes a sum past `2^900`, and from then on each has an exponent of its
+/// own beside it, so no sum overflows or is lost: a mean of values near `f64::MAX` with
+/// weights near `f64::MAX` is still their mean. A count, sum or variance beyond `f64::MAX` is
+/// answered as `±f64::MAX`. A value that is not a finite number (a NaN reading) is not
+/// summed: it is counted in [`skipped`](Self::skipped). The counts of items saturate at
+/// `u64::MAX`.
 ///
 /// ```
 /// use synopses::core::{Confidence, Weight};
@@ -414,54 +416,91 @@ value_as_f64!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 /// assert_eq!(ht.sum().variance, 4.0 * 3.0 * 100.0 + 2.0 * 1.0 * 400.0);
 /// # Ok::<(), synopses::ConfigError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct HorvitzThompson {
     kept: u64,
     skipped: u64,
-    /// Σ w', Σ w'·y', Σ w'(w' − 2^−a), Σ w'(w' − 2^−a)·y', Σ w'(w' − 2^−a)·y'², with
-    /// `w' = w·2^−a` and `y' = y·2^−b`: each sum is its true value times `2^−(i·a + j·b)`
-    /// for its degrees `i` in the weight and `j` in the value ([`DEGREES`]).
+    /// Σ w, Σ w·y, Σ w(w − 1), Σ w(w − 1)·y, Σ w(w − 1)·y²: plain floats, or, once `wide`,
+    /// the mantissas of `sums[i] · 2^exponents[i]`.
     sums: [f64; 5],
-    /// `a` and `b`: 0 (plain floats) until a weight or a value passes `2^200`.
-    scale_w: i32,
-    scale_y: i32,
-    /// `2^−a` and `2^−b`.
-    unit_w: f64,
-    unit_y: f64,
+    exponents: [i32; 5],
+    wide: bool,
 }
 
-impl Default for HorvitzThompson {
-    fn default() -> Self {
-        Self { kept: 0, skipped: 0, sums: [0.0; 5], scale_w: 0, scale_y: 0, unit_w: 1.0, unit_y: 1.0 }
-    }
-}
+/// The weights and values whose terms the plain sums take without a test: at most `2^128`
+/// (every integer and `f32` value is). Their terms are at most `2^512`, and `2^64` of them
+/// (more than any estimator will see) at most `2^576`, so plain sums kept within [`LARGE`]
+/// cannot overflow.
+const SMALL: f64 = f64::from_bits((1023 + 128) << 52);
 
-/// The sums on scales `(a, b)` taken to the larger of those and `to`: see
-/// [`HorvitzThompson::rescale`]. Out of line, as it is rare, so that the per-item path
-/// stays small enough to inline into a shedder's loop.
+/// The largest plain sum: `2^900`. Larger items, and merges (which can double the sums),
+/// are checked against it.
+const LARGE: f64 = f64::from_bits((1023 + 900) << 52);
+
+/// The sums, plain or wide, as the estimator keeps them.
+type Sums = ([f64; 5], [i32; 5], bool);
+
+/// `sums` with an item of weight `w` and value `y` added: plain while the sums stay within
+/// [`LARGE`], each with an exponent of its own otherwise. Out of line, as it is rare (items
+/// beyond [`SMALL`], or any once the sums are wide), and on values: a call given a
+/// reference to the sums would make the compiler keep them in memory rather than in
+/// registers across a loop of observations.
 #[cold]
 #[inline(never)]
-fn rescaled(mut sums: [f64; 5], (a, b): (i32, i32), to: (i32, i32)) -> ([f64; 5], i32, i32) {
-    let (new_a, new_b) = (a.max(to.0), b.max(to.1));
-    for (sum, &(i, j)) in sums.iter_mut().zip(&DEGREES) {
-        *sum = scaled(*sum, i.saturating_mul(new_a - a).saturating_add(j.saturating_mul(new_b - b)).saturating_neg());
+fn with_large((sums, exponents, wide): Sums, w: f64, y: f64) -> Sums {
+    if !wide {
+        let (spread, s) = (w * (w - 1.0), sums);
+        let next = [s[0] + w, s[1] + w * y, s[2] + spread, s[3] + spread * y, s[4] + spread * y * y];
+        if next.iter().all(|x| x.abs() <= LARGE) {
+            return (next, exponents, false);
+        }
     }
-    (sums, new_a, new_b)
+    let terms = [
+        Extended::new(w),
+        Extended::product(&[w, y]),
+        Extended::product(&[w, w - 1.0]),
+        Extended::product(&[w, w - 1.0, y]),
+        Extended::product(&[w, w - 1.0, y, y]),
+    ];
+    let mut out = extended((sums, exponents, wide));
+    out.iter_mut().zip(terms).for_each(|(a, b)| *a = a.add(b));
+    from_extended(out)
 }
 
-/// The degrees in the weight and in the value of each sum.
-const DEGREES: [(i32, i32); 5] = [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2)];
+/// Two estimators' sums added.
+fn merged(a: Sums, b: Sums) -> Sums {
+    if !a.2 && !b.2 {
+        let (x, y) = (a.0, b.0);
+        let next = [x[0] + y[0], x[1] + y[1], x[2] + y[2], x[3] + y[3], x[4] + y[4]];
+        if next.iter().all(|s| s.abs() <= LARGE) {
+            return (next, a.1, false);
+        }
+    }
+    let mut out = extended(a);
+    out.iter_mut().zip(extended(b)).for_each(|(x, y)| *x = x.add(y));
+    from_extended(out)
+}
 
-/// The largest scaled weight or value an item may bring: `2^200`. Its terms are then at most
-/// `2^800`, and `2^64` of them (more than any estimator will see) at most `2^864`.
-const ITEM_LIMIT: f64 = f64::from_bits((1023 + 200) << 52);
+/// The sums with wide exponents.
+fn extended((sums, exponents, _): Sums) -> [Extended; 5] {
+    let mut out = [Extended::ZERO; 5];
+    for (o, (&v, &e)) in out.iter_mut().zip(sums.iter().zip(&exponents)) {
+        *o = Extended::from_parts(v, i64::from(e));
+    }
+    out
+}
 
-/// A sum is kept within `2^950` (merges, which can double the sums, rescale past it), so that
-/// no sum overflows.
-const SUM_LIMIT: f64 = f64::from_bits((1023 + 950) << 52);
-
-/// An item that passes [`ITEM_LIMIT`] sets the scale so that it is about `2^100`.
-const ITEM_TARGET: i32 = 100;
+/// Wide sums as the estimator keeps them. (Their exponents stay far inside 32 bits: a
+/// product of finite floats, or `2^64` of them summed, is within `2^±4200`.)
+fn from_extended(wide: [Extended; 5]) -> Sums {
+    let (mut sums, mut exponents) = ([0.0; 5], [0; 5]);
+    for (i, sum) in wide.iter().enumerate() {
+        let (mantissa, exponent) = sum.parts();
+        sums[i] = mantissa;
+        exponents[i] = exponent.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32;
+    }
+    (sums, exponents, true)
+}
 
 impl HorvitzThompson {
     /// An estimator that has seen nothing.
@@ -495,44 +534,22 @@ impl HorvitzThompson {
         }
         self.kept = self.kept.saturating_add(1);
         let (w, y) = (weight.get(), value);
-        // With the scales at 0 (every item so far within 2^200), this is the plain sum: the
-        // products by 1 are exact.
-        let (mut unit, mut scaled_w, mut scaled_y) = (self.unit_w, w * self.unit_w, y * self.unit_y);
-        if scaled_w.max(scaled_y.abs()) > ITEM_LIMIT {
-            self.rescale(exponent(w) - ITEM_TARGET, exponent(y.abs()) - ITEM_TARGET);
-            (unit, scaled_w, scaled_y) = (self.unit_w, w * self.unit_w, y * self.unit_y);
+        if !self.wide && w <= SMALL && y.abs() <= SMALL {
+            let spread = w * (w - 1.0);
+            let s = &mut self.sums;
+            s[0] += w;
+            s[1] += w * y;
+            s[2] += spread;
+            s[3] += spread * y;
+            s[4] += spread * y * y;
+            return;
         }
-        let (w, y) = (scaled_w, scaled_y);
-        let spread = w * (w - unit);
-        let s = &mut self.sums;
-        s[0] += w;
-        s[1] += w * y;
-        s[2] += spread;
-        s[3] += spread * y;
-        s[4] += spread * y * y;
+        (self.sums, self.exponents, self.wide) = with_large((self.sums, self.exponents, self.wide), w, y);
     }
 
-    /// Raises the scales to at least `scale_w` and `scale_y` (never lowers them), dividing
-    /// each sum by the powers of two its degrees call for (exact, but where a sum falls among
-    /// the subnormals, and is then negligible).
-    #[inline]
-    fn rescale(&mut self, scale_w: i32, scale_y: i32) {
-        let scales = (self.scale_w, self.scale_y);
-        (self.sums, self.scale_w, self.scale_y) = rescaled(self.sums, scales, (scale_w, scale_y));
-        (self.unit_w, self.unit_y) = (scaled(1.0, -self.scale_w), scaled(1.0, -self.scale_y));
-    }
-
-    /// Raises the weights' scale until every sum is within [`SUM_LIMIT`] (after a merge).
-    fn bound_sums(&mut self) {
-        while self.sums.iter().any(|s| s.abs() > SUM_LIMIT) {
-            self.rescale(self.scale_w.saturating_add(64), self.scale_y);
-        }
-    }
-
-    /// Sum `i` as it is (saturating at `±f64::MAX`).
-    fn true_sum(&self, i: usize) -> f64 {
-        let (deg_w, deg_y) = DEGREES[i];
-        scaled(self.sums[i], deg_w.saturating_mul(self.scale_w).saturating_add(deg_y.saturating_mul(self.scale_y)))
+    /// Sum `i`, saturating at `±f64::MAX`.
+    fn sum_at(&self, i: usize) -> f64 {
+        if self.wide { Extended::from_parts(self.sums[i], i64::from(self.exponents[i])).to_f64() } else { self.sums[i] }
     }
 
     /// The number of items kept (seen by the estimator), saturating at `u64::MAX`.
@@ -575,7 +592,7 @@ impl HorvitzThompson {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn count(&self) -> Estimate {
-        Estimate { value: self.true_sum(0), variance: self.true_sum(2).max(0.0) }
+        Estimate { value: self.sum_at(0), variance: self.sum_at(2).max(0.0) }
     }
 
     /// The estimated sum of the values offered, `Σ w·y` (within `±f64::MAX`).
@@ -589,12 +606,12 @@ impl HorvitzThompson {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn sum(&self) -> Estimate {
-        Estimate { value: self.true_sum(1), variance: self.true_sum(4).max(0.0) }
+        Estimate { value: self.sum_at(1), variance: self.sum_at(4).max(0.0) }
     }
 
     /// The estimated mean of the values offered, `Σ w·y / Σ w` (0 before any item), with the
-    /// linearized variance of the ratio. Both are computed from the scaled sums, so they are
-    /// the mean and its variance even where the sums themselves pass `f64::MAX`.
+    /// linearized variance of the ratio: in plain floats where they hold it, with wider
+    /// exponents otherwise, so it is the mean even where the sums pass `f64::MAX`.
     ///
     /// ```
     /// # use synopses::shedding::HorvitzThompson;
@@ -610,23 +627,29 @@ impl HorvitzThompson {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn mean(&self) -> Estimate {
-        // The mean and its variance are of degree 0 in the weights: any weight scale gives
-        // them. Raise it until the sums are within 2^500, so that the products below (the
-        // scaled mean is within 2^200, as every scaled value is) cannot overflow.
-        let mut at = *self;
-        while at.sums.iter().any(|s| s.abs() > pow2(500)) {
-            at.rescale(at.scale_w.saturating_add(64), at.scale_y);
+        if !self.wide {
+            let [count, sum, spread, spread_y, spread_yy] = self.sums;
+            if count <= 0.0 {
+                return Estimate { value: 0.0, variance: 0.0 };
+            }
+            let mean = sum / count;
+            let spread = spread_yy - 2.0 * mean * spread_y + mean * mean * spread;
+            let square = count * count;
+            // Where these floats hold the answer (no overflow, no square lost among the
+            // subnormals), it is theirs; otherwise the wide path below computes it.
+            if mean.is_finite() && spread.is_finite() && square.is_normal() && square.is_finite() {
+                return Estimate { value: mean, variance: spread.max(0.0) / square };
+            }
         }
-        let [count, sum, spread, spread_y, spread_yy] = at.sums;
-        if count <= 0.0 {
+        let [count, sum, spread, spread_y, spread_yy] = extended((self.sums, self.exponents, self.wide));
+        if count.signum() != Ordering::Greater {
             return Estimate { value: 0.0, variance: 0.0 };
         }
-        let mean = sum / count;
-        let spread = spread_yy - 2.0 * mean * spread_y + mean * mean * spread;
-        let square = count * count;
-        // (A count among the subnormals squares to 0: divide by it twice instead.)
-        let variance = if square.is_normal() { spread.max(0.0) / square } else { spread.max(0.0) / count / count };
-        Estimate { value: scaled(mean, at.scale_y), variance: scaled(variance, 2 * at.scale_y) }
+        let mean = sum.div(count);
+        let two_mean = mean.mul(Extended::new(2.0));
+        let spread = spread_yy.sub(two_mean.mul(spread_y)).add(mean.mul(mean).mul(spread));
+        let variance = if spread.signum() == Ordering::Greater { spread.div(count.mul(count)).to_f64() } else { 0.0 };
+        Estimate { value: mean.to_f64(), variance }
     }
 }
 
@@ -642,18 +665,8 @@ impl Mergeable for HorvitzThompson {
     fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         self.kept = self.kept.saturating_add(other.kept);
         self.skipped = self.skipped.saturating_add(other.skipped);
-        // On the larger of the two scales (almost always both 0), then within the sums' limit.
-        let mut theirs = other.sums;
-        if (self.scale_w, self.scale_y) != (other.scale_w, other.scale_y) {
-            self.rescale(other.scale_w, other.scale_y);
-            let mut other = *other;
-            other.rescale(self.scale_w, self.scale_y);
-            theirs = other.sums;
-        }
-        self.sums.iter_mut().zip(theirs).for_each(|(a, b)| *a += b);
-        if self.sums.iter().any(|s| s.abs() > SUM_LIMIT) {
-            self.bound_sums();
-        }
+        let theirs = (other.sums, other.exponents, other.wide);
+        (self.sums, self.exponents, self.wide) = merged((self.sums, self.exponents, self.wide), theirs);
         Ok(())
     }
 
@@ -683,7 +696,21 @@ mod tests {
             v += w * (w - 1.0) * y * y;
         }
         assert_eq!((ht.count().value, ht.sum().value, ht.sum().variance), (n, s, v));
-        assert_eq!((ht.scale_w, ht.scale_y), (0, 0));
+        assert!(!ht.wide);
+    }
+
+    #[test]
+    fn an_extreme_item_loses_no_sum_it_adds_nothing_to() {
+        // (An outside review's example: one scale for all the sums would have taken the
+        // variance of these thousand items below the subnormals.)
+        let mut ht = HorvitzThompson::new();
+        (0..1000).for_each(|_| ht.observe(100.0, weight(2.0)));
+        ht.observe(0.0, weight(f64::MAX));
+        assert_eq!(ht.sum().variance, 2e7);
+        assert_eq!(ht.sum().value, 2e5);
+        ht.observe(1e300, Weight::ONE);
+        assert_eq!(ht.sum().variance, 2e7);
+        assert_eq!(ht.count().value, f64::MAX);
     }
 
     #[test]
@@ -709,7 +736,6 @@ mod tests {
             merged.merge(&copy).expect("estimators merge");
         }
         assert_eq!(merged.mean().value, 3.0);
-        assert!(merged.sums.iter().all(|s| s.abs() <= SUM_LIMIT));
         assert_eq!(merged.count().value, f64::MAX);
     }
 }

@@ -44,7 +44,9 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// workers, must be at most [`MAX_BYTES`](Self::MAX_BYTES) (64 GiB), and the system must
     /// grant it (all of it at once, which an address-space limit, or on Linux more than the
     /// memory and swap, refuses); otherwise a [`ConfigError`] naming `workers` (a Count-Min of
-    /// 64 MiB on 65 536 workers would ask for 4 TiB).
+    /// 64 MiB on 65 536 workers would ask for 4 TiB). What the parts take as they fill (a
+    /// sparse sketch turning dense, a sample filling up) is each type's documented size, and
+    /// is not checked here.
     ///
     /// ```
     /// use synopses::frequency::CountMin;
