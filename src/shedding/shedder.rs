@@ -491,7 +491,8 @@ fn extended((sums, exponents, _): Sums) -> [Extended; 5] {
 }
 
 /// Wide sums as the estimator keeps them. (Their exponents stay far inside 32 bits: a
-/// product of finite floats, or `2^64` of them summed, is within `2^±4200`.)
+/// product of finite floats is within `2^±4200`, an addition raises an exponent by at most
+/// 1, and the clamp only guards the impossible.)
 fn from_extended(wide: [Extended; 5]) -> Sums {
     let (mut sums, mut exponents) = ([0.0; 5], [0; 5]);
     for (i, sum) in wide.iter().enumerate() {
