@@ -99,6 +99,13 @@ fn merge_or_unchanged<S: Mergeable + Clone + PartialEq + Debug>(state: &mut S, o
     }
 }
 
+/// The state becomes the empty instance's merge with it (which must be accepted).
+fn into_empty<S: Mergeable>(state: &mut S) {
+    let mut empty = state.empty_like();
+    assert!(empty.merge(state).is_ok(), "the empty instance refused a merge");
+    *state = empty;
+}
+
 /// `n` self-merges: each doubles every count, so ~70 of them drive any count to `u64::MAX`.
 fn merge_self_times<S: Mergeable + Clone + PartialEq + Debug>(state: &mut S, n: usize) {
     for _ in 0..n {
@@ -214,9 +221,7 @@ macro_rules! cardinality_subject {
                     }
                     Card::MergeSelf => merge_self_times(self, 1),
                     Card::IntoEmpty => {
-                        let mut empty = self.empty_like();
-                        empty.merge(self).expect("the empty sketch merges");
-                        *self = empty;
+                        into_empty(self);
                     }
                     Card::Reduce(drop) => {
                         let p = self.precision().saturating_sub(*drop).max($min);
@@ -284,9 +289,7 @@ impl Reachable for FlajoletMartin {
             }
             Card::MergeSelf | Card::Reduce(_) => merge_self_times(self, 1),
             Card::IntoEmpty => {
-                let mut empty = self.empty_like();
-                empty.merge(self).expect("the empty sketch merges");
-                *self = empty;
+                into_empty(self);
             }
         }
     }
@@ -416,9 +419,7 @@ impl Reachable for CountMin {
             }
             Freq::MergeSelf(n) => merge_self_times(self, *n),
             Freq::IntoEmpty => {
-                let mut empty = self.empty_like();
-                empty.merge(self).expect("the empty sketch merges");
-                *self = empty;
+                into_empty(self);
             }
         }
     }
@@ -455,9 +456,7 @@ impl Reachable for HeavyHitters<u64> {
             }
             Freq::MergeSelf(n) => merge_self_times(self, *n),
             Freq::IntoEmpty => {
-                let mut empty = self.empty_like();
-                empty.merge(self).expect("the empty summary merges");
-                *self = empty;
+                into_empty(self);
             }
         }
     }
@@ -566,9 +565,7 @@ impl Reachable for Bloom {
             Member::Repeat(item, _) | Member::Remove(item) => self.observe(item),
             Member::MergeSelf(n) => merge_self_times(self, (*n).min(2)),
             Member::IntoEmpty | Member::Width(_) => {
-                let mut empty = self.empty_like();
-                empty.merge(self).expect("the empty filter merges");
-                *self = empty;
+                into_empty(self);
             }
         }
     }
@@ -614,9 +611,7 @@ impl Reachable for CountingBloom {
             }
             Member::MergeSelf(n) => merge_self_times(self, *n),
             Member::IntoEmpty => {
-                let mut empty = self.empty_like();
-                empty.merge(self).expect("the empty filter merges");
-                *self = empty;
+                into_empty(self);
             }
             Member::Width(w) => {
                 let width = [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen][usize::from(*w)];
@@ -868,9 +863,7 @@ impl Reachable for HorvitzThompson {
             Shed::Observe(items) => items.iter().for_each(|&(v, w)| self.observe(v, w)),
             Shed::MergeSelf(n) => merge_self_times(self, *n),
             Shed::IntoEmpty => {
-                let mut empty = self.empty_like();
-                empty.merge(self).expect("estimators merge");
-                *self = empty;
+                into_empty(self);
             }
         }
     }
@@ -923,9 +916,7 @@ impl Reachable for Shedder {
                 }
             }
             Shed::IntoEmpty => {
-                let mut empty = s.empty_like();
-                empty.merge(s).expect("an empty shedder merges");
-                *s = empty;
+                into_empty(s);
             }
         }
     }
