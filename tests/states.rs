@@ -1078,18 +1078,6 @@ fn a_simulation_of_absurd_costs_reports_finite_numbers() -> Result<(), Box<dyn s
     Ok(())
 }
 
-#[test]
-fn a_random_drop_at_a_vanishing_probability_weighs_as_much_as_a_float_can() {
-    use synopses::shedding::DropPolicy;
-    let mut policy = RandomDrop::new(3);
-    let p = 1e-310;
-    // (At such a p nothing is kept in practice; the weight it would carry is the point.)
-    let kept = (0..1_000_u64).find_map(|i| policy.decide(&i, p));
-    assert!(kept.is_none_or(|w| w.get() == f64::MAX));
-    let mut all = RandomDrop::new(3);
-    assert_eq!(all.decide(&0_u64, 1.0).map(|w| w.get()), Some(1.0));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Partitioners and partitioned runs
 // ---------------------------------------------------------------------------------------------

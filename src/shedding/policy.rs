@@ -573,3 +573,17 @@ impl<F> fmt::Debug for SemanticDrop<F> {
         f.debug_struct("SemanticDrop").field("cut", &self.cut).finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_are_inverse_keep_probabilities_saturating_at_the_largest_float() {
+        assert_eq!(inverse(0.25).get(), 4.0);
+        assert_eq!(inverse(1.5).get(), 1.0);
+        // 1/p is no float below about 5.6e-309: the weight is the largest one, not 1.
+        assert_eq!(inverse(1e-310).get(), f64::MAX);
+        assert_eq!(inverse(5e-324).get(), f64::MAX);
+    }
+}
