@@ -414,19 +414,21 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
     /// # Ok::<(), synopses::Error>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut sorted: Vec<(&Counter<T>, Vec<u8>)> = self
+        // Every item's encoding in one buffer, each counter with its span of it.
+        let mut encoded = Vec::new();
+        let mut sorted: Vec<(&Counter<T>, std::ops::Range<usize>)> = self
             .counts
             .iter()
             .map(|c| {
-                let mut bytes = Vec::new();
-                c.item.encode(&mut bytes);
-                (c, bytes)
+                let start = encoded.len();
+                c.item.encode(&mut encoded);
+                (c, start..encoded.len())
             })
             .collect();
-        sorted.sort_unstable_by(|(a, x), (b, y)| canonical((a.count, a.hash, x), (b.count, b.hash, y)));
+        let bytes = |span: &std::ops::Range<usize>| encoded.get(span.clone()).unwrap_or_default();
+        sorted.sort_unstable_by(|(a, x), (b, y)| canonical((a.count, a.hash, bytes(x)), (b.count, b.hash, bytes(y))));
         let seeded = self.seed != DEFAULT_SEED;
-        let items: usize = sorted.iter().map(|(_, bytes)| bytes.len()).sum();
-        let mut w = Writer::new(Family::HeavyHitters, 32 + 8 * sorted.len() + items);
+        let mut w = Writer::new(Family::HeavyHitters, 32 + 8 * sorted.len() + encoded.len());
         w.put_u32(self.capacity as u32 | if seeded { SEEDED } else { 0 });
         if seeded {
             w.put_u64(self.seed);
@@ -434,8 +436,8 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
         w.put_u64(self.total);
         w.put_u64(self.error);
         w.put_u32(sorted.len() as u32);
-        for (counter, bytes) in &sorted {
-            w.put_bytes(bytes);
+        for (counter, span) in &sorted {
+            w.put_bytes(bytes(span));
             w.put_u64(counter.count);
         }
         w.finish()
