@@ -7,7 +7,7 @@
 //!  offset  size  field
 //!  0       2     magic "SY"
 //!  2       1     format version (currently 1)
-//!  3       1     family code (1 = FlajoletMartin, 2 = HyperLogLog, 3 = CountMin, 4 = Bloom, ...)
+//!  3       1     family code (each type's `Codec::FAMILY`: 1 = FlajoletMartin, 2 = HyperLogLog, ...)
 //!  4       n     the family's body: parameters, seed, payload; little-endian throughout
 //!  4 + n   8     xxh3-64 checksum of bytes 0 .. 4 + n (seed 0), little-endian
 //! ```
@@ -70,94 +70,135 @@ const HEADER_LEN: usize = 4;
 const CHECKSUM_LEN: usize = 8;
 const CHECKSUM_SEED: u64 = 0;
 
-/// The family codes of the format. One per synopsis type, never reused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Family {
-    FlajoletMartin = 1,
-    HyperLogLog = 2,
-    CountMin = 3,
-    Bloom = 4,
-    HeavyHitters = 5,
-    CountingBloom = 6,
-    Reservoir = 7,
-    WeightedReservoir = 8,
-    PrioritySample = 9,
-    UltraLogLog = 10,
-    ExaLogLog = 11,
-}
+/// The length of the envelope around every body: the 4-byte header and the 8-byte checksum.
+pub(crate) const ENVELOPE_LEN: usize = HEADER_LEN + CHECKSUM_LEN;
 
-/// A synopsis with an encoding in this format: what generic code (such as
-/// [`stream::timely`](crate::stream)) needs to ship any synopsis between processes. Every
-/// synopsis implements it through its own `to_bytes` and `from_bytes`.
+/// A synopsis with an encoding in this format. Every synopsis of the crate implements it, in
+/// its own file, with its family code; the methods forward to the type's own `to_bytes`,
+/// `from_bytes` and `encoded_len`, so generic code (such as [`stream`](crate::stream)'s
+/// engines) can ship any synopsis between processes, and serde (with the `serde` feature)
+/// goes through the same validating decoder.
+///
+/// The family codes are fixed forever, one per type, never reused:
+///
+/// | code | type | code | type |
+/// |---|---|---|---|
+/// | 1 | `FlajoletMartin` | 7 | `Reservoir` |
+/// | 2 | `HyperLogLog` | 8 | `WeightedReservoir` |
+/// | 3 | `CountMin` | 9 | `PrioritySample` |
+/// | 4 | `Bloom` | 10 | `UltraLogLog` |
+/// | 5 | `HeavyHitters` | 11 | `ExaLogLog` |
+/// | 6 | `CountingBloom` | | |
 ///
 /// ```
 /// use synopses::cardinality::HyperLogLog;
-/// use synopses::codec::Encode;
+/// use synopses::codec::Codec;
 ///
-/// fn ship<S: Encode>(s: &S) -> Result<S, synopses::DecodeError> {
-///     S::decode_bytes(&s.encode_bytes())
+/// fn ship<S: Codec>(s: &S) -> Result<S, synopses::DecodeError> {
+///     let bytes = s.to_bytes();
+///     assert_eq!(bytes.len(), s.encoded_len());
+///     S::from_bytes(&bytes)
 /// }
 /// let mut hll = HyperLogLog::new(12)?;
 /// hll.observe("a");
 /// assert_eq!(ship(&hll)?, hll);
+/// assert_eq!(HyperLogLog::FAMILY, 2);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub trait Encode: Sized {
-    /// The encoding (the type's `to_bytes`).
-    fn encode_bytes(&self) -> Vec<u8>;
+pub trait Codec: Sized {
+    /// The family code: the fourth byte of every encoding of this type.
+    ///
+    /// ```
+    /// use synopses::codec::Codec;
+    /// use synopses::membership::Bloom;
+    ///
+    /// assert_eq!(Bloom::new(1024, 3)?.to_bytes()[3], Bloom::FAMILY);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    const FAMILY: u8;
 
-    /// Decodes and validates an encoding (the type's `from_bytes`).
-    fn decode_bytes(bytes: &[u8]) -> Result<Self, DecodeError>;
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding.
+    ///
+    /// ```
+    /// use synopses::codec::Codec;
+    /// use synopses::sampling::Reservoir;
+    ///
+    /// let mut r = Reservoir::new(4, 7)?;
+    /// r.observe("a string".to_string());
+    /// assert_eq!(Codec::encoded_len(&r), r.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn encoded_len(&self) -> usize;
+
+    /// The encoding.
+    ///
+    /// ```
+    /// use synopses::codec::Codec;
+    /// use synopses::frequency::CountMin;
+    ///
+    /// let cm = CountMin::new(256, 4)?;
+    /// assert_eq!(Codec::to_bytes(&cm), cm.to_bytes());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn to_bytes(&self) -> Vec<u8>;
+
+    /// Decodes and validates an encoding.
+    ///
+    /// ```
+    /// use synopses::codec::Codec;
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// fn decode<S: Codec>(bytes: &[u8]) -> Result<S, synopses::DecodeError> {
+    ///     S::from_bytes(bytes)
+    /// }
+    /// let ull = UltraLogLog::new(10)?;
+    /// assert_eq!(decode::<UltraLogLog>(&ull.to_bytes())?, ull);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError>;
 }
 
-macro_rules! encode_via_bytes {
-    ($($ty:ty),*) => {$(
-        impl Encode for $ty {
-            fn encode_bytes(&self) -> Vec<u8> {
-                self.to_bytes()
+/// Implements [`Codec`] (family code and forwarding to the type's own `to_bytes`, `from_bytes`
+/// and `encoded_len`) and, with the `serde` feature, serde's traits through the same bytes.
+/// Generic parameters go in brackets: `codec_impl!([T: Item] Reservoir<T>, 7);`.
+macro_rules! codec_impl {
+    ([$($generics:tt)*] $ty:ty, $family:expr) => {
+        impl<$($generics)*> $crate::codec::Codec for $ty {
+            const FAMILY: u8 = $family;
+
+            fn encoded_len(&self) -> usize {
+                <$ty>::encoded_len(self)
             }
 
-            fn decode_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-                Self::from_bytes(bytes)
+            fn to_bytes(&self) -> Vec<u8> {
+                <$ty>::to_bytes(self)
+            }
+
+            fn from_bytes(bytes: &[u8]) -> Result<Self, $crate::DecodeError> {
+                <$ty>::from_bytes(bytes)
             }
         }
-    )*};
-}
-encode_via_bytes!(
-    crate::cardinality::HyperLogLog,
-    crate::cardinality::FlajoletMartin,
-    crate::cardinality::UltraLogLog,
-    crate::cardinality::ExaLogLog,
-    crate::frequency::CountMin,
-    crate::membership::Bloom,
-    crate::membership::CountingBloom
-);
 
-impl<T: Item + crate::hash::Hashable + Clone + Eq> Encode for crate::frequency::HeavyHitters<T> {
-    fn encode_bytes(&self) -> Vec<u8> {
-        self.to_bytes()
-    }
-
-    fn decode_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        Self::from_bytes(bytes)
-    }
-}
-
-macro_rules! encode_sampler {
-    ($($ty:ident),*) => {$(
-        impl<T: Item> Encode for crate::sampling::$ty<T> {
-            fn encode_bytes(&self) -> Vec<u8> {
-                self.to_bytes()
-            }
-
-            fn decode_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-                Self::from_bytes(bytes)
+        #[cfg(feature = "serde")]
+        impl<$($generics)*> serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_bytes(&self.to_bytes())
             }
         }
-    )*};
+
+        #[cfg(feature = "serde")]
+        impl<'de, $($generics)*> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let bytes = deserializer.deserialize_bytes($crate::codec::serde_support::BytesVisitor)?;
+                <$ty>::from_bytes(&bytes).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+    ($ty:ty, $family:expr) => {
+        $crate::codec::codec_impl!([] $ty, $family);
+    };
 }
-encode_sampler!(Reservoir, WeightedReservoir, PrioritySample);
+pub(crate) use codec_impl;
 
 /// An item that a synopsis which keeps items (such as
 /// [`HeavyHitters`](crate::frequency::HeavyHitters)) can store in its encoding: a canonical,
@@ -197,6 +238,21 @@ pub trait Item: Sized {
     /// assert_eq!(u64::decode(&[1, 0]), None);
     /// ```
     fn decode(bytes: &[u8]) -> Option<(Self, usize)>;
+
+    /// The length of the item's encoding. The provided method encodes the item to count;
+    /// the crate's impls compute it.
+    ///
+    /// ```
+    /// use synopses::codec::Item;
+    ///
+    /// assert_eq!(7_u32.encoded_len(), 4);
+    /// assert_eq!("héllo".to_string().encoded_len(), 4 + 6);
+    /// ```
+    fn encoded_len(&self) -> usize {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out.len()
+    }
 }
 
 macro_rules! fixed_width_item {
@@ -210,6 +266,10 @@ macro_rules! fixed_width_item {
                 const N: usize = std::mem::size_of::<$t>();
                 let head: [u8; N] = bytes.get(..N)?.try_into().ok()?;
                 Some((<$t>::from_le_bytes(head), N))
+            }
+
+            fn encoded_len(&self) -> usize {
+                std::mem::size_of::<$t>()
             }
         }
     )*};
@@ -236,6 +296,10 @@ impl<A: Item, B: Item> Item for (A, B) {
         let (b, more) = B::decode(bytes.get(used..)?)?;
         Some(((a, b), used + more))
     }
+
+    fn encoded_len(&self) -> usize {
+        self.0.encoded_len() + self.1.encoded_len()
+    }
 }
 
 /// A u32 length, then that many bytes.
@@ -256,6 +320,10 @@ impl Item for Vec<u8> {
         let (body, used) = length_prefixed(bytes)?;
         Some((body.to_vec(), used))
     }
+
+    fn encoded_len(&self) -> usize {
+        4 + self.len()
+    }
 }
 
 impl Item for String {
@@ -268,20 +336,27 @@ impl Item for String {
         let (body, used) = length_prefixed(bytes)?;
         Some((std::str::from_utf8(body).ok()?.to_owned(), used))
     }
+
+    fn encoded_len(&self) -> usize {
+        4 + self.len()
+    }
 }
 
 /// Builds an encoding: header first, body through the `put_*` methods, checksum in `finish`.
 pub(crate) struct Writer {
     buf: Vec<u8>,
+    encoded_len: usize,
 }
 
 impl Writer {
-    pub(crate) fn new(family: Family, body_len: usize) -> Self {
-        let mut buf = Vec::with_capacity(HEADER_LEN + body_len + CHECKSUM_LEN);
+    /// Starts an encoding of family `family` that will be `encoded_len` bytes long in all
+    /// (envelope included): the type's `encoded_len`, checked in debug builds by `finish`.
+    pub(crate) fn new(family: u8, encoded_len: usize) -> Self {
+        let mut buf = Vec::with_capacity(encoded_len);
         buf.extend_from_slice(&MAGIC);
         buf.push(FORMAT_VERSION);
-        buf.push(family as u8);
-        Self { buf }
+        buf.push(family);
+        Self { buf, encoded_len }
     }
 
     pub(crate) fn put_u8(&mut self, v: u8) {
@@ -319,6 +394,7 @@ impl Writer {
     pub(crate) fn finish(mut self) -> Vec<u8> {
         let sum = hash_bytes(&self.buf, CHECKSUM_SEED);
         self.buf.extend_from_slice(&sum.to_le_bytes());
+        debug_assert_eq!(self.buf.len(), self.encoded_len, "a type's encoded_len disagrees with its encoding");
         self.buf
     }
 }
@@ -330,7 +406,7 @@ pub(crate) struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     /// Checks length, magic, version, family and checksum, and returns a reader over the body.
-    pub(crate) fn open(bytes: &'a [u8], family: Family) -> Result<Self, DecodeError> {
+    pub(crate) fn open(bytes: &'a [u8], family: u8) -> Result<Self, DecodeError> {
         if bytes.len() < HEADER_LEN + CHECKSUM_LEN {
             return Err(DecodeError::Truncated { needed: HEADER_LEN + CHECKSUM_LEN, available: bytes.len() });
         }
@@ -340,8 +416,8 @@ impl<'a> Reader<'a> {
         if bytes[2] != FORMAT_VERSION {
             return Err(DecodeError::UnsupportedVersion(bytes[2]));
         }
-        if bytes[3] != family as u8 {
-            return Err(DecodeError::WrongFamily { expected: family as u8, found: bytes[3] });
+        if bytes[3] != family {
+            return Err(DecodeError::WrongFamily { expected: family, found: bytes[3] });
         }
         let (content, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
         let mut stored = [0u8; CHECKSUM_LEN];
@@ -406,27 +482,6 @@ impl<'a> Reader<'a> {
         if self.rest.is_empty() { Ok(()) } else { Err(DecodeError::TrailingBytes(self.rest.len())) }
     }
 }
-
-/// Implements serde's traits for a type through its `to_bytes` / `from_bytes`.
-macro_rules! serde_via_bytes {
-    ($ty:ty) => {
-        #[cfg(feature = "serde")]
-        impl serde::Serialize for $ty {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_bytes(&self.to_bytes())
-            }
-        }
-
-        #[cfg(feature = "serde")]
-        impl<'de> serde::Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let bytes = deserializer.deserialize_bytes($crate::codec::serde_support::BytesVisitor)?;
-                <$ty>::from_bytes(&bytes).map_err(serde::de::Error::custom)
-            }
-        }
-    };
-}
-pub(crate) use serde_via_bytes;
 
 #[cfg(feature = "serde")]
 pub(crate) mod serde_support {

@@ -47,7 +47,8 @@
 //!
 //! # Merging and parallel partitions
 //!
-//! Every synopsis implements [`core::Mergeable`]: `merge` combines two instances of the same
+//! Every synopsis implements [`core::Mergeable`] (in scope with `use synopses::prelude::*`,
+//! which brings every trait a user needs): `merge` combines two instances of the same
 //! configuration, and `empty_like` makes the identity. Merging instances of different
 //! configurations returns a [`MergeError`] and changes nothing. With the `rayon` feature,
 //! [`core::OperatorExt::par_observe`] splits a slice over the thread pool, observes each part
@@ -59,7 +60,7 @@
 //!
 //! ```
 //! use synopses::cardinality::HyperLogLog;
-//! use synopses::core::Mergeable;
+//! use synopses::prelude::*;
 //!
 //! let parts: Vec<HyperLogLog> = (0..4_u64)
 //!     .map(|p| {
@@ -97,7 +98,8 @@
 //!
 //! # Serialization
 //!
-//! `to_bytes` / `from_bytes` use one versioned, checksummed binary format ([`codec`]).
+//! `to_bytes` / `from_bytes` use one versioned, checksummed binary format ([`codec`]), and
+//! `encoded_len` tells its size without encoding; [`codec::Codec`] is the same for generic code.
 //! Decoding validates every field and never panics or over-allocates on hostile input. With
 //! the `serde` feature, the same bytes back `Serialize` and `Deserialize`.
 //!
@@ -122,6 +124,7 @@ pub mod core;
 pub mod frequency;
 pub mod hash;
 pub mod membership;
+pub mod prelude;
 pub mod sampling;
 pub mod shedding;
 pub mod stream;

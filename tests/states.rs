@@ -21,6 +21,7 @@ use std::fmt::Debug;
 use proptest::prelude::*;
 use synopses::DecodeError;
 use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
+use synopses::codec::Codec;
 use synopses::core::{Confidence, Mergeable, Weight};
 use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
 use synopses::hash::{DEFAULT_SEED, Hashable};
@@ -60,6 +61,13 @@ trait Reachable: Clone + PartialEq + Debug {
     fn companions(&self) -> Result<(), TestCaseError> {
         Ok(())
     }
+}
+
+/// `from_bytes(to_bytes(state))`, checking that `encoded_len` told the encoding's length.
+fn codec_roundtrip<S: Codec>(state: &S) -> Option<Result<S, DecodeError>> {
+    let bytes = state.to_bytes();
+    assert_eq!(state.encoded_len(), bytes.len(), "encoded_len disagrees with the encoding");
+    Some(S::from_bytes(&bytes))
 }
 
 fn bits(answers: &[f64]) -> Vec<u64> {
@@ -243,7 +251,7 @@ macro_rules! cardinality_subject {
             }
 
             fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
-                Some(<$ty>::from_bytes(&self.to_bytes()))
+                codec_roundtrip(self)
             }
 
             fn companions(&self) -> Result<(), TestCaseError> {
@@ -304,7 +312,7 @@ impl Reachable for FlajoletMartin {
     }
 
     fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
-        Some(FlajoletMartin::from_bytes(&self.to_bytes()))
+        codec_roundtrip(self)
     }
 }
 
@@ -435,7 +443,7 @@ impl Reachable for CountMin {
     }
 
     fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
-        Some(CountMin::from_bytes(&self.to_bytes()))
+        codec_roundtrip(self)
     }
 }
 
@@ -477,7 +485,7 @@ impl Reachable for HeavyHitters<u64> {
     }
 
     fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
-        Some(HeavyHitters::from_bytes(&self.to_bytes()))
+        codec_roundtrip(self)
     }
 }
 
@@ -583,7 +591,7 @@ impl Reachable for Bloom {
     }
 
     fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
-        Some(Bloom::from_bytes(&self.to_bytes()))
+        codec_roundtrip(self)
     }
 }
 
@@ -633,7 +641,7 @@ impl Reachable for CountingBloom {
     }
 
     fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
-        Some(CountingBloom::from_bytes(&self.to_bytes()))
+        codec_roundtrip(self)
     }
 
     fn companions(&self) -> Result<(), TestCaseError> {
@@ -722,7 +730,7 @@ macro_rules! sampler_subject {
             }
 
             fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
-                Some(<$ty>::from_bytes(&self.to_bytes()))
+                codec_roundtrip(self)
             }
         }
     };

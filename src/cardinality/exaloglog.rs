@@ -6,7 +6,7 @@ use std::fmt;
 
 use super::history::{Boxed, Core, Shape};
 use super::optimal;
-use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 
@@ -390,6 +390,20 @@ impl ExaLogLog {
         Ok(Self { core: Boxed::new(self.core.reduce(precision)) })
     }
 
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// let mut x = ExaLogLog::new(10)?;
+    /// x.observe_all(0..10_000_u64);
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        ENVELOPE_LEN + 3 + self.core.encoded_len()
+    }
+
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 11.
     ///
     /// Body: precision (u8), t (u8), d (u8), flags (u8: bit 0 martingale present, bit 1
@@ -410,7 +424,7 @@ impl ExaLogLog {
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         let shape = self.core.shape;
-        let mut w = Writer::new(Family::ExaLogLog, 3 + self.core.encoded_len());
+        let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u8(shape.p);
         w.put_u8(shape.t);
         w.put_u8(shape.d);
@@ -429,7 +443,7 @@ impl ExaLogLog {
     /// # Ok::<(), synopses::Error>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Family::ExaLogLog)?;
+        let mut r = Reader::open(bytes, Self::FAMILY)?;
         let (p, t, d) = (r.u8()?, r.u8()?, r.u8()?);
         let shape = Self::shape(p, t, d).map_err(|e| DecodeError::InvalidField {
             field: e.parameter(),
@@ -479,4 +493,4 @@ impl Mergeable for ExaLogLog {
     }
 }
 
-serde_via_bytes!(ExaLogLog);
+codec_impl!(ExaLogLog, 11);

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 
@@ -328,6 +328,20 @@ impl FlajoletMartin {
         Ok(())
     }
 
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::cardinality::FlajoletMartin;
+    ///
+    /// let mut x = FlajoletMartin::new(64)?;
+    /// x.observe("a");
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        ENVELOPE_LEN + 9 + 4 * self.bitmaps.len()
+    }
+
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 1.
     /// Body: log2 of the number of bitmaps (u8), seed (u64), the bitmaps (u32 each).
     ///
@@ -339,7 +353,7 @@ impl FlajoletMartin {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Writer::new(Family::FlajoletMartin, 9 + 4 * self.bitmaps.len());
+        let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u8(self.log2_bitmaps);
         w.put_u64(self.seed);
         self.bitmaps.iter().for_each(|&b| w.put_u32(b));
@@ -357,7 +371,7 @@ impl FlajoletMartin {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Family::FlajoletMartin)?;
+        let mut r = Reader::open(bytes, Self::FAMILY)?;
         let log2 = r.u8()?;
         let seed = r.u64()?;
         if usize::from(log2) > MAX_BITMAPS.trailing_zeros() as usize {
@@ -404,4 +418,4 @@ impl Mergeable for FlajoletMartin {
     }
 }
 
-serde_via_bytes!(FlajoletMartin);
+codec_impl!(FlajoletMartin, 1);

@@ -6,7 +6,7 @@ use std::fmt;
 use super::estimators::{HIP_RSE, capped, check_martingale, ertl_estimate, improved_rse, pow2, wide_to_f64};
 use super::register_sums::register_sums;
 use super::sparse::{self, Sparse};
-use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 
@@ -547,6 +547,24 @@ impl HyperLogLog {
         hll
     }
 
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let mut x = HyperLogLog::new(12)?;
+    /// x.observe_all(0..10_000_u64);
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        let body = match &self.repr {
+            Repr::Sparse(sparse) => 4 + 4 * sparse.len(),
+            Repr::Dense(dense) => 8 * usize::from(dense.agg.martingale.is_some()) + dense.registers.len() / 4 * 3,
+        };
+        ENVELOPE_LEN + 10 + body
+    }
+
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 2.
     ///
     /// Body: precision (u8); flags (u8: bit 0 dense, bit 1 martingale present); seed (u64);
@@ -572,15 +590,8 @@ impl HyperLogLog {
             Repr::Sparse(_) => None,
             Repr::Dense(dense) => dense.agg.martingale,
         };
-        let mut flags = u8::from(martingale.is_some()) << 1;
-        let body_len = match &self.repr {
-            Repr::Sparse(sparse) => 4 + 4 * sparse.len(),
-            Repr::Dense(dense) => {
-                flags |= 1;
-                dense.registers.len() / 4 * 3
-            }
-        };
-        let mut w = Writer::new(Family::HyperLogLog, 18 + body_len);
+        let flags = u8::from(martingale.is_some()) << 1 | u8::from(!self.is_sparse());
+        let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u8(self.precision);
         w.put_u8(flags);
         w.put_u64(self.seed);
@@ -613,7 +624,7 @@ impl HyperLogLog {
     /// # Ok::<(), synopses::Error>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Family::HyperLogLog)?;
+        let mut r = Reader::open(bytes, Self::FAMILY)?;
         let precision = r.u8()?;
         let flags = r.u8()?;
         let seed = r.u64()?;
@@ -715,7 +726,7 @@ impl Mergeable for HyperLogLog {
     }
 }
 
-serde_via_bytes!(HyperLogLog);
+codec_impl!(HyperLogLog, 2);
 
 /// The register index (top `p` bits) and rank (one plus the trailing zeros of the rest: the
 /// position of its lowest 1, from 1; `65 - p` when the rest is all zeros) of a hash.

@@ -7,7 +7,7 @@ use std::fmt;
 use super::history::{Boxed, Core, Shape};
 use super::hyperloglog::HyperLogLog;
 use super::optimal;
-use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 
@@ -422,6 +422,20 @@ impl UltraLogLog {
         Ok(HyperLogLog::from_registers(p, self.core.seed, registers))
     }
 
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// let mut x = UltraLogLog::new(10)?;
+    /// x.observe_all(0..10_000_u64);
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        ENVELOPE_LEN + 1 + self.core.encoded_len()
+    }
+
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 10.
     ///
     /// Body: precision (u8), flags (u8: bit 0 martingale present, bit 1 sparse), seed (u64),
@@ -439,7 +453,7 @@ impl UltraLogLog {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Writer::new(Family::UltraLogLog, 1 + self.core.encoded_len());
+        let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u8(self.precision());
         self.core.encode(&mut w);
         w.finish()
@@ -458,7 +472,7 @@ impl UltraLogLog {
     /// # Ok::<(), synopses::Error>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Family::UltraLogLog)?;
+        let mut r = Reader::open(bytes, Self::FAMILY)?;
         let precision = r.u8()?;
         if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
             return Err(DecodeError::InvalidField { field: "precision", reason: "outside 3..=26" });
@@ -505,4 +519,4 @@ impl Mergeable for UltraLogLog {
     }
 }
 
-serde_via_bytes!(UltraLogLog);
+codec_impl!(UltraLogLog, 10);

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, ConfigError, DecodeError, MergeError, Mergeable, alloc, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable, derived_index};
 
@@ -530,6 +530,20 @@ impl CountMin {
         Ok(())
     }
 
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::frequency::CountMin;
+    ///
+    /// let mut x = CountMin::new(100, 3)?;
+    /// x.observe("a");
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        ENVELOPE_LEN + 22 + 8 * self.counters.len()
+    }
+
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 3.
     ///
     /// Body: width (u32), depth (u8), update rule (u8: 0 standard, 1 conservative, plus 0x80
@@ -545,7 +559,7 @@ impl CountMin {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Writer::new(Family::CountMin, 22 + 8 * self.counters.len());
+        let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u32(self.width);
         w.put_u8(self.depth as u8);
         let rule = match self.update {
@@ -576,7 +590,7 @@ impl CountMin {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Family::CountMin)?;
+        let mut r = Reader::open(bytes, Self::FAMILY)?;
         let width = r.u32()?;
         let depth = u32::from(r.u8()?);
         let rule = r.u8()?;
@@ -795,7 +809,7 @@ impl Mergeable for CountMin {
     }
 }
 
-serde_via_bytes!(CountMin);
+codec_impl!(CountMin, 3);
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@ use std::fmt;
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use crate::codec::{Family, Item, Reader, Writer};
+use crate::codec::{Codec, ENVELOPE_LEN, Item, Reader, Writer, codec_impl};
 use crate::core::{Bounds, ConfigError, DecodeError, MergeError, Mergeable, Operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 
@@ -394,6 +394,22 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
 }
 
 impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::frequency::HeavyHitters;
+    ///
+    /// let mut x = HeavyHitters::new(10)?;
+    /// x.observe_all(["a".to_string(), "bc".to_string(), "a".to_string()]);
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        let seed = if self.seed == DEFAULT_SEED { 0 } else { 8 };
+        let counters: usize = self.counts.iter().map(|c| c.item.encoded_len() + 8).sum();
+        ENVELOPE_LEN + 24 + seed + counters
+    }
+
     /// Encodes the summary in the crate's [binary format](crate::codec), family code 5, for
     /// items that have an [`Item`] encoding.
     ///
@@ -428,7 +444,7 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
         let bytes = |span: &std::ops::Range<usize>| encoded.get(span.clone()).unwrap_or_default();
         sorted.sort_unstable_by(|(a, x), (b, y)| canonical((a.count, a.hash, bytes(x)), (b.count, b.hash, bytes(y))));
         let seeded = self.seed != DEFAULT_SEED;
-        let mut w = Writer::new(Family::HeavyHitters, 32 + 8 * sorted.len() + encoded.len());
+        let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u32(self.capacity as u32 | if seeded { SEEDED } else { 0 });
         if seeded {
             w.put_u64(self.seed);
@@ -456,7 +472,7 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let invalid = |field, reason| DecodeError::InvalidField { field, reason };
-        let mut r = Reader::open(bytes, Family::HeavyHitters)?;
+        let mut r = Reader::open(bytes, Self::FAMILY)?;
         let head = r.u32()?;
         let seed = if head & SEEDED != 0 { r.u64()? } else { DEFAULT_SEED };
         if head & SEEDED != 0 && seed == DEFAULT_SEED {
@@ -573,17 +589,4 @@ impl<T: Hashable + Clone + Eq> Mergeable for HeavyHitters<T> {
     }
 }
 
-#[cfg(feature = "serde")]
-impl<T: Item + Hashable + Clone + Eq> serde::Serialize for HeavyHitters<T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(&self.to_bytes())
-    }
-}
-
-#[cfg(feature = "serde")]
-impl<'de, T: Item + Hashable + Clone + Eq> serde::Deserialize<'de> for HeavyHitters<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let bytes = deserializer.deserialize_bytes(crate::codec::serde_support::BytesVisitor)?;
-        Self::from_bytes(&bytes).map_err(serde::de::Error::custom)
-    }
-}
+codec_impl!([T: Item + Hashable + Clone + Eq] HeavyHitters<T>, 5);

@@ -4,7 +4,7 @@ use std::fmt;
 
 use bitvec::prelude::{BitVec, Lsb0};
 
-use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, alloc, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 
@@ -352,6 +352,20 @@ impl Bloom {
         Ok(())
     }
 
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::membership::Bloom;
+    ///
+    /// let mut x = Bloom::new(1000, 3)?;
+    /// x.observe("a");
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        ENVELOPE_LEN + 17 + 8 * self.bits.as_raw_slice().len()
+    }
+
     /// Encodes the filter in the crate's [binary format](crate::codec), family code 4.
     ///
     /// Body: bits (u64), hashes (u8), seed (u64), then the bits in `⌈m/64⌉` little-endian u64
@@ -366,7 +380,7 @@ impl Bloom {
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         let words = self.bits.as_raw_slice();
-        let mut w = Writer::new(Family::Bloom, 17 + 8 * words.len());
+        let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u64(self.bits());
         w.put_u8(self.hashes as u8);
         w.put_u64(self.seed);
@@ -388,7 +402,7 @@ impl Bloom {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Family::Bloom)?;
+        let mut r = Reader::open(bytes, Self::FAMILY)?;
         let bits = r.u64()?;
         let hashes = u32::from(r.u8()?);
         let seed = r.u64()?;
@@ -497,4 +511,4 @@ impl Mergeable for Bloom {
     }
 }
 
-serde_via_bytes!(Bloom);
+codec_impl!(Bloom, 4);

@@ -5,7 +5,7 @@ use std::fmt;
 use bitvec::prelude::{BitVec, Lsb0};
 
 use super::bloom::{MAX_HASHES, Positions, optimal_size};
-use crate::codec::{Family, Reader, Writer, serde_via_bytes};
+use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, RemoveError, alloc, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
 use crate::membership::Bloom;
@@ -621,6 +621,20 @@ impl CountingBloom {
         Ok(())
     }
 
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let mut x = CountingBloom::new(1000, 3)?;
+    /// x.observe("a");
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        ENVELOPE_LEN + 26 + 8 * self.words.len()
+    }
+
     /// Encodes the filter in the crate's [binary format](crate::codec), family code 6.
     ///
     /// Body: counters (u64), counter width in bits (u8: 4, 8 or 16), hashes (u8), seed (u64),
@@ -635,7 +649,7 @@ impl CountingBloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Writer::new(Family::CountingBloom, 26 + 8 * self.words.len());
+        let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u64(self.counters);
         w.put_u8(self.width.bits() as u8);
         w.put_u8(self.hashes as u8);
@@ -659,7 +673,7 @@ impl CountingBloom {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Family::CountingBloom)?;
+        let mut r = Reader::open(bytes, Self::FAMILY)?;
         let counters = r.u64()?;
         let width = CounterWidth::from_bits(r.u8()?)
             .ok_or(DecodeError::InvalidField { field: "counter width", reason: "not 4, 8 or 16 bits" })?;
@@ -776,7 +790,7 @@ impl Mergeable for CountingBloom {
     }
 }
 
-serde_via_bytes!(CountingBloom);
+codec_impl!(CountingBloom, 6);
 
 #[cfg(test)]
 mod tests {

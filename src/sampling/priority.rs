@@ -4,7 +4,7 @@
 use std::fmt;
 
 use super::state::State;
-use crate::codec::{Family, Item};
+use crate::codec::{Codec, Item, codec_impl};
 use crate::core::random::{UNIFORM_MAX, UNIFORM_MIN};
 use crate::core::{ConfigError, DecodeError, Estimate, MergeError, Mergeable, Operator, Weight};
 
@@ -325,6 +325,21 @@ impl<T> PrioritySample<T> {
 }
 
 impl<T: Item> PrioritySample<T> {
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::core::Weight;
+    /// use synopses::sampling::PrioritySample;
+    ///
+    /// let mut x = PrioritySample::new(2, 5)?;
+    /// x.observe("a".to_string(), Weight::new(2.0)?);
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        self.state.weighted_encoded_len()
+    }
+
     /// Encodes the sample in the crate's [binary format](crate::codec), family code 9.
     ///
     /// Body: capacity `k` (u32), total weight (f64), seed (u64), stream (u64), seen (u64),
@@ -342,7 +357,7 @@ impl<T: Item> PrioritySample<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.state.encode_weighted(Family::PrioritySample, self.capacity(), self.total_weight)
+        self.state.encode_weighted(Self::FAMILY, self.capacity(), self.total_weight)
     }
 
     /// Decodes a sample written by [`to_bytes`](Self::to_bytes), validating every field:
@@ -359,13 +374,12 @@ impl<T: Item> PrioritySample<T> {
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         // The sample keeps k + 1 items: the (k + 1)-th priority is the threshold.
-        let (state, total_weight) =
-            State::decode_weighted(bytes, Family::PrioritySample, 1, |key, (_, w): &(T, f64)| {
-                // `U / w` with `U` from `2^−53` to `1 − 2^−53`, rounded as the sampler rounds
-                // it: the bounds are the same divisions, and division is monotone. (A weight
-                // near `f64::MAX` can give 0, a tiny one +∞: both reachable.)
-                Weight::new(*w).is_ok() && key >= UNIFORM_MIN / w && key <= UNIFORM_MAX / w
-            })?;
+        let (state, total_weight) = State::decode_weighted(bytes, Self::FAMILY, 1, |key, (_, w): &(T, f64)| {
+            // `U / w` with `U` from `2^−53` to `1 − 2^−53`, rounded as the sampler rounds
+            // it: the bounds are the same divisions, and division is monotone. (A weight
+            // near `f64::MAX` can give 0, a tiny one +∞: both reachable.)
+            Weight::new(*w).is_ok() && key >= UNIFORM_MIN / w && key <= UNIFORM_MAX / w
+        })?;
         Ok(Self { state, total_weight })
     }
 }
@@ -424,17 +438,4 @@ impl<T: Clone> Mergeable for PrioritySample<T> {
     }
 }
 
-#[cfg(feature = "serde")]
-impl<T: Item> serde::Serialize for PrioritySample<T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(&self.to_bytes())
-    }
-}
-
-#[cfg(feature = "serde")]
-impl<'de, T: Item> serde::Deserialize<'de> for PrioritySample<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let bytes = deserializer.deserialize_bytes(crate::codec::serde_support::BytesVisitor)?;
-        Self::from_bytes(&bytes).map_err(serde::de::Error::custom)
-    }
-}
+codec_impl!([T: Item] PrioritySample<T>, 9);

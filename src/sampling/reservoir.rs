@@ -4,7 +4,7 @@
 use std::fmt;
 
 use super::state::{MAX_CAPACITY, State};
-use crate::codec::{Family, Item, Reader, Writer};
+use crate::codec::{Codec, ENVELOPE_LEN, Item, Reader, Writer, codec_impl};
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator};
 
 /// A uniform random sample of at most `capacity` items from a stream of unknown length:
@@ -333,6 +333,20 @@ impl<T> Reservoir<T> {
 }
 
 impl<T: Item> Reservoir<T> {
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::sampling::Reservoir;
+    ///
+    /// let mut x = Reservoir::new(2, 5)?;
+    /// x.observe_all(["a".to_string(), "bc".to_string(), "d".to_string()]);
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        ENVELOPE_LEN + 4 + self.state.encoded_len()
+    }
+
     /// Encodes the reservoir in the crate's [binary format](crate::codec), family code 7.
     ///
     /// Body: capacity (u32), seed (u64), stream (u64), seen (u64), the number of sampled items
@@ -349,7 +363,7 @@ impl<T: Item> Reservoir<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Writer::new(Family::Reservoir, 32 + 16 * self.len());
+        let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u32(self.capacity() as u32);
         self.state.encode(&mut w);
         w.finish()
@@ -367,7 +381,7 @@ impl<T: Item> Reservoir<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Family::Reservoir)?;
+        let mut r = Reader::open(bytes, Self::FAMILY)?;
         let capacity = r.u32()? as usize;
         if !(1..=MAX_CAPACITY).contains(&capacity) {
             return Err(DecodeError::InvalidField { field: "capacity", reason: "outside 1..=2^24" });
@@ -446,17 +460,4 @@ impl<T: Clone> Mergeable for Reservoir<T> {
     }
 }
 
-#[cfg(feature = "serde")]
-impl<T: Item> serde::Serialize for Reservoir<T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(&self.to_bytes())
-    }
-}
-
-#[cfg(feature = "serde")]
-impl<'de, T: Item> serde::Deserialize<'de> for Reservoir<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let bytes = deserializer.deserialize_bytes(crate::codec::serde_support::BytesVisitor)?;
-        Self::from_bytes(&bytes).map_err(serde::de::Error::custom)
-    }
-}
+codec_impl!([T: Item] Reservoir<T>, 7);

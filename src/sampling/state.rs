@@ -1,7 +1,7 @@
 //! The state every sampler shares: the bottom-k sample, the count, and the random stream.
 
 use super::bottom::Bottom;
-use crate::codec::{Family, Item, Reader, Writer};
+use crate::codec::{ENVELOPE_LEN, Item, Reader, Writer};
 use crate::core::random::{Stream, part_stream, resumed_stream};
 use crate::core::{ConfigError, DecodeError, MergeError};
 
@@ -76,6 +76,14 @@ impl<T> State<T> {
         T: PartialEq,
     {
         (self.seed, self.stream, self.seen) == (other.seed, other.stream, other.seen) && self.sample == other.sample
+    }
+
+    /// The length of what [`encode`](Self::encode) writes.
+    pub(crate) fn encoded_len(&self) -> usize
+    where
+        T: Item,
+    {
+        28 + self.sample.iter().map(|keyed| 8 + keyed.item.encoded_len()).sum::<usize>()
     }
 
     /// Writes seed (u64), stream (u64), seen (u64), the sample size (u32), then each key (f64)
@@ -161,15 +169,23 @@ impl<T> State<T> {
     /// The encoding of a weighted sampler (family `family`): its capacity `k` as the user gave
     /// it (u32), the total weight (f64), then the state as [`encode`](Self::encode) writes it,
     /// each item followed by its weight.
-    pub(crate) fn encode_weighted(&self, family: Family, capacity: usize, total_weight: f64) -> Vec<u8>
+    pub(crate) fn encode_weighted(&self, family: u8, capacity: usize, total_weight: f64) -> Vec<u8>
     where
         T: Item,
     {
-        let mut w = Writer::new(family, 40 + 24 * self.sample.len());
+        let mut w = Writer::new(family, self.weighted_encoded_len());
         w.put_u32(capacity as u32);
         w.put_f64(total_weight);
         self.encode(&mut w);
         w.finish()
+    }
+
+    /// The length of what [`encode_weighted`](Self::encode_weighted) returns.
+    pub(crate) fn weighted_encoded_len(&self) -> usize
+    where
+        T: Item,
+    {
+        ENVELOPE_LEN + 12 + self.encoded_len()
     }
 
     /// Bytes of memory held by the sample entries.
@@ -185,7 +201,7 @@ impl<U: Item> State<(U, f64)> {
     /// and the state with keys accepted by `valid`. Returns the state and the total weight.
     pub(crate) fn decode_weighted(
         bytes: &[u8],
-        family: Family,
+        family: u8,
         extra: usize,
         valid: impl Fn(f64, &(U, f64)) -> bool,
     ) -> Result<(Self, f64), DecodeError> {

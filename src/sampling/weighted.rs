@@ -4,7 +4,7 @@
 use std::fmt;
 
 use super::state::State;
-use crate::codec::{Family, Item};
+use crate::codec::{Codec, Item, codec_impl};
 use crate::core::random::EXPONENTIAL_MAX;
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator, Weight};
 
@@ -322,6 +322,21 @@ impl<T> WeightedReservoir<T> {
 }
 
 impl<T: Item> WeightedReservoir<T> {
+    /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
+    ///
+    /// ```
+    /// use synopses::core::Weight;
+    /// use synopses::sampling::WeightedReservoir;
+    ///
+    /// let mut x = WeightedReservoir::new(2, 5)?;
+    /// x.observe("a".to_string(), Weight::new(2.0)?);
+    /// assert_eq!(x.encoded_len(), x.to_bytes().len());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        self.state.weighted_encoded_len()
+    }
+
     /// Encodes the sample in the crate's [binary format](crate::codec), family code 8.
     ///
     /// Body: capacity (u32), total weight (f64), seed (u64), stream (u64), seen (u64), the
@@ -339,7 +354,7 @@ impl<T: Item> WeightedReservoir<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.state.encode_weighted(Family::WeightedReservoir, self.capacity(), self.total_weight)
+        self.state.encode_weighted(Self::FAMILY, self.capacity(), self.total_weight)
     }
 
     /// Decodes a sample written by [`to_bytes`](Self::to_bytes), validating every field:
@@ -355,15 +370,14 @@ impl<T: Item> WeightedReservoir<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let (state, total_weight) =
-            State::decode_weighted(bytes, Family::WeightedReservoir, 0, |key, (_, w): &(T, f64)| {
-                // `E / w` underflows to 0 for the largest weights, and overflows to +∞ only for
-                // weights below `64 / f64::MAX` (`E = −ln(1 − U·P)` stays below 37 for the
-                // generator's `U`, which is at most `1 − 2^−53`).
-                // (`E` is at most 37, so a key is at most `37 / w`, rounded as the sampler
-                // rounds it.)
-                key >= 0.0 && Weight::new(*w).is_ok() && key <= EXPONENTIAL_MAX / w
-            })?;
+        let (state, total_weight) = State::decode_weighted(bytes, Self::FAMILY, 0, |key, (_, w): &(T, f64)| {
+            // `E / w` underflows to 0 for the largest weights, and overflows to +∞ only for
+            // weights below `64 / f64::MAX` (`E = −ln(1 − U·P)` stays below 37 for the
+            // generator's `U`, which is at most `1 − 2^−53`).
+            // (`E` is at most 37, so a key is at most `37 / w`, rounded as the sampler
+            // rounds it.)
+            key >= 0.0 && Weight::new(*w).is_ok() && key <= EXPONENTIAL_MAX / w
+        })?;
         let mut out = Self { state, total_weight, jump: 0.0 };
         if out.state.sample.is_full() {
             out.draw_jump();
@@ -426,17 +440,4 @@ impl<T: Clone> Mergeable for WeightedReservoir<T> {
     }
 }
 
-#[cfg(feature = "serde")]
-impl<T: Item> serde::Serialize for WeightedReservoir<T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(&self.to_bytes())
-    }
-}
-
-#[cfg(feature = "serde")]
-impl<'de, T: Item> serde::Deserialize<'de> for WeightedReservoir<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let bytes = deserializer.deserialize_bytes(crate::codec::serde_support::BytesVisitor)?;
-        Self::from_bytes(&bytes).map_err(serde::de::Error::custom)
-    }
-}
+codec_impl!([T: Item] WeightedReservoir<T>, 8);

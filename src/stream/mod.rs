@@ -49,7 +49,7 @@
 //! synopsis over the workers of a [timely dataflow](https://docs.rs/timely) computation:
 //! items are exchanged between workers by the partitioner (each sending worker routes with
 //! its own loads, as partial key grouping intends), each worker observes its items into its
-//! part, and the parts travel as their [encodings](crate::codec::Encode) to worker 0 and
+//! part, and the parts travel as their [encodings](crate::codec::Codec) to worker 0 and
 //! merge. Threads, processes and machines are timely's `-w`, `-n`, `-p` and `-h` flags
 //! (`examples/timely.rs`); `tests/timely.rs` checks that two threads and two processes on
 //! 127.0.0.1 give exactly the sequential sketch.

@@ -9,7 +9,7 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
 use super::partitioner::Partitioner;
-use crate::codec::Encode;
+use crate::codec::Codec;
 use crate::core::{ConfigError, Mergeable, Operator};
 use crate::hash::Hashable;
 
@@ -17,7 +17,7 @@ use crate::hash::Hashable;
 /// each worker's closure: this worker's `items` enter a dataflow, are routed to their
 /// worker by `partitioner` (one copy per sending worker, judging from its own loads), are
 /// observed there into that worker's part ([`empty_part`](Mergeable::empty_part) of
-/// `proto`), and when the input ends every part travels, as its [encoding](Encode), to
+/// `proto`), and when the input ends every part travels, as its [encoding](Codec), to
 /// worker 0, which merges them. Returns the merged synopsis on worker 0 and `None` on the
 /// others.
 ///
@@ -56,7 +56,7 @@ pub fn partitioned<A, O, P, D, I>(
 ) -> Result<Option<O>, crate::Error>
 where
     A: Allocate,
-    O: Mergeable + Encode + Operator<D> + 'static,
+    O: Mergeable + Codec + Operator<D> + 'static,
     P: Partitioner + 'static,
     D: timely::ExchangeData + Hashable,
     I: IntoIterator<Item = D>,
@@ -98,7 +98,7 @@ where
             .exchange(|_: &Vec<u8>| 0)
             .inspect(move |bytes: &Vec<u8>| {
                 let mut slot = into.borrow_mut();
-                let step = O::decode_bytes(bytes).map_err(crate::Error::from).and_then(|part| match slot.as_mut() {
+                let step = O::from_bytes(bytes).map_err(crate::Error::from).and_then(|part| match slot.as_mut() {
                     Ok(Some(acc)) => acc.merge(&part).map_err(crate::Error::from),
                     Ok(None) => {
                         *slot = Ok(Some(part));
@@ -112,7 +112,7 @@ where
             })
             .probe_with(&probe);
     });
-    parts.send(part.borrow().encode_bytes());
+    parts.send(part.borrow().to_bytes());
     parts.close();
     while !probe.done() {
         worker.step();
