@@ -1,0 +1,517 @@
+//! What the generic suites need to know of each type, written once: every answer it gives
+//! (`Answers`), and real states in each of its internal modes (`Subject::examples`). The suites
+//! themselves (`tests/laws.rs`, `tests/robustness.rs`, `tests/states.rs`) are generic over
+//! these traits; adding a type to them means implementing these two here.
+#![allow(dead_code)] // Each test binary uses its own part of this module.
+
+use std::fmt::Debug;
+
+use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
+use synopses::codec::Codec;
+use synopses::core::{Confidence, Mergeable, Weight};
+use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
+use synopses::hash::hash_bytes;
+use synopses::membership::{Bloom, CounterWidth, CountingBloom};
+use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
+
+/// Every confidence level, for answers that take one.
+pub const CONFIDENCES: [Confidence; 4] =
+    [Confidence::OneSigma, Confidence::TwoSigma, Confidence::ThreeSigma, Confidence::NinetyFivePercent];
+
+/// Header (4 bytes) plus checksum trailer (8 bytes).
+pub const ENVELOPE_LEN: usize = 12;
+
+/// A hand-built encoding: header, `body`, and its valid checksum.
+pub fn envelope(family: u8, body: &[u8]) -> Vec<u8> {
+    envelope_with(*b"SY", 1, family, body)
+}
+
+/// As [`envelope`], with any magic and version.
+pub fn envelope_with(magic: [u8; 2], version: u8, family: u8, body: &[u8]) -> Vec<u8> {
+    let mut bytes = magic.to_vec();
+    bytes.extend_from_slice(&[version, family]);
+    bytes.extend_from_slice(body);
+    let sum = hash_bytes(&bytes, 0);
+    bytes.extend_from_slice(&sum.to_le_bytes());
+    bytes
+}
+
+/// The body of an encoding (between header and checksum).
+pub fn body(bytes: &[u8]) -> &[u8] {
+    &bytes[4..bytes.len() - 8]
+}
+
+/// A type's answers: every number it gives, in a fixed order. Two states that are `==` must
+/// give the same answers, bit for bit; every answer of every reachable state is finite.
+pub trait Answers {
+    /// Every numeric answer, in a fixed order.
+    fn answers(&self) -> Vec<f64>;
+}
+
+/// A synopsis with an encoding, for the generic suites.
+pub trait Subject: Answers + Codec + Mergeable + Clone + PartialEq + Debug {
+    /// Real states in each internal mode (empty, sparse, dense, merged, saturated), labelled.
+    /// Most are small, so that mutating their encodings is quick; at least one is large, so
+    /// that the allocation checks see a large claim.
+    fn examples() -> Vec<(String, Self)>;
+
+    /// Uses a decoded state as a user would (observes, converts, reduces, removes), which must
+    /// not panic; the answers are checked by the caller.
+    fn exercise(&self) {}
+}
+
+fn bounds_answers(out: &mut Vec<f64>, bounds: impl Fn(Confidence) -> synopses::core::Bounds) {
+    for c in CONFIDENCES {
+        let b = bounds(c);
+        out.extend([b.lower, b.upper]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cardinality
+// ---------------------------------------------------------------------------------------------
+
+macro_rules! cardinality_answers {
+    ($ty:ty, |$s:ident| $answers:expr) => {
+        impl Answers for $ty {
+            fn answers(&self) -> Vec<f64> {
+                let $s = self;
+                let mut out: Vec<f64> = $answers;
+                out.push($s.martingale_estimate().unwrap_or(-1.0));
+                out.push($s.relative_standard_error());
+                bounds_answers(&mut out, |c| $s.bounds(c));
+                out
+            }
+        }
+    };
+}
+cardinality_answers!(HyperLogLog, |s| vec![s.estimate(), s.register_estimate()]);
+cardinality_answers!(UltraLogLog, |s| vec![
+    s.estimate(),
+    s.register_estimate(UltraLogLogEstimator::MaximumLikelihood),
+    s.register_estimate(UltraLogLogEstimator::Fgra)
+]);
+cardinality_answers!(ExaLogLog, |s| vec![s.estimate(), s.register_estimate()]);
+
+impl Answers for FlajoletMartin {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.estimate(), self.relative_standard_error()];
+        bounds_answers(&mut out, |c| self.bounds(c));
+        out
+    }
+}
+
+/// `s` after observing `n` items, and merged with a peer that saw the next `n`.
+fn observed_and_merged<S: Mergeable + Clone>(s: &S, n: u64, observe: impl Fn(&mut S, u64)) -> (S, S) {
+    let mut one = s.clone();
+    (0..n).for_each(|i| observe(&mut one, i));
+    let mut peer = s.empty_like();
+    (n..2 * n).for_each(|i| observe(&mut peer, i));
+    let mut merged = one.clone();
+    merged.merge(&peer).expect("the same configuration");
+    (one, merged)
+}
+
+/// Labelled states of a sketch made by `make(precision)`: empty, after `n` items, and merged,
+/// for each `(precision, n)`.
+fn sketch_examples<S: Mergeable + Clone>(
+    name: &str,
+    cases: &[(u8, u64)],
+    make: impl Fn(u8) -> S,
+    observe: impl Fn(&mut S, u64) + Copy,
+) -> Vec<(String, S)> {
+    let mut out = Vec::new();
+    for &(p, n) in cases {
+        let empty = make(p);
+        let (one, merged) = observed_and_merged(&empty, n, observe);
+        out.push((format!("{name} {p} empty"), empty));
+        out.push((format!("{name} {p} after {n}"), one));
+        out.push((format!("{name} {p} merged after {n}"), merged));
+    }
+    out
+}
+
+impl Subject for HyperLogLog {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.observe(1_u64);
+        more.observe_hash(0);
+        more.observe_hash(u64::MAX);
+        assert!(more.estimate() >= 0.0);
+        assert!(self.reduce(synopses::cardinality::MIN_PRECISION).is_ok());
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        // Sparse, the switch, dense; the largest precision dense for the allocation checks.
+        let cases = [(4, 3), (8, 30), (8, 1000), (12, 100), (18, 300_000)];
+        sketch_examples(
+            "hll",
+            &cases,
+            |p| HyperLogLog::with_seed(p, u64::from(p)).expect("a precision"),
+            |s, i| s.observe(i),
+        )
+    }
+}
+
+impl Subject for UltraLogLog {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.observe_hash(0);
+        more.observe_hash(u64::MAX);
+        assert!(more.estimate() >= 0.0);
+        assert!(self.reduce(UltraLogLog::MIN_PRECISION).is_ok());
+        // A HyperLogLog of the same precision, which its own codec takes back, or an error.
+        match self.to_hyperloglog() {
+            Ok(hll) => assert_eq!(HyperLogLog::from_bytes(&hll.to_bytes()).as_ref(), Ok(&hll)),
+            Err(e) => assert_eq!(e.parameter(), "precision"),
+        }
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        let cases = [(3, 5), (6, 1000), (8, 100_000), (10, 50), (20, 1_500_000)];
+        sketch_examples("ull", &cases, |p| UltraLogLog::with_seed(p, 9).expect("a precision"), |s, i| s.observe(i))
+    }
+}
+
+impl Subject for ExaLogLog {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.observe_hash(0);
+        more.observe_hash(u64::MAX);
+        assert!(more.estimate() >= 0.0);
+        assert!(self.reduce(ExaLogLog::MIN_PRECISION).is_ok());
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        let mut out = sketch_examples(
+            "ell",
+            &[(2, 10), (5, 100), (8, 100_000), (18, 1_000_000)],
+            |p| ExaLogLog::with_params(p, 2, 20, 1).expect("a precision"),
+            |s, i| s.observe(i),
+        );
+        for (p, t, d, n) in [(5, 0, 0, 100), (6, 1, 9, 5000), (4, 4, 22, 300), (2, 1, 3, 2)] {
+            let mut ell = ExaLogLog::with_params(p, t, d, 1).expect("valid parameters");
+            ell.observe_all(0..n);
+            out.push((format!("ell ({p}, {t}, {d}) after {n}"), ell));
+        }
+        out
+    }
+}
+
+impl Subject for FlajoletMartin {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.observe_hash(0);
+        more.observe_hash(u64::MAX);
+        assert!(more.estimate() >= 0.0);
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        let cases = [(0, 10), (1, 20), (4, 160), (8, 2560), (16, 1 << 17)];
+        sketch_examples(
+            "fm",
+            &cases,
+            |log2| FlajoletMartin::with_seed(1 << log2, 3).expect("a power of two"),
+            |s, i| s.observe(i),
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frequency
+// ---------------------------------------------------------------------------------------------
+
+impl Answers for CountMin {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.total() as f64, self.epsilon(), self.delta()];
+        for item in 0..12_u64 {
+            let b = self.bounds(item);
+            out.extend([self.estimate(item) as f64, b.lower, b.upper]);
+        }
+        out.push(self.inner_product(self).map_or(-1.0, |p| p as f64));
+        out
+    }
+}
+
+impl Subject for CountMin {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.observe_weighted(1_u64, u64::MAX);
+        assert!(more.estimate(1_u64) >= self.estimate(1_u64));
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        let mut out = Vec::new();
+        for (width, depth, update) in [
+            (1, 1, Update::Standard),
+            (7, 3, Update::Conservative),
+            (64, 4, Update::Standard),
+            (1 << 16, 8, Update::Standard),
+        ] {
+            let cm = CountMin::with_params(width, depth, 11, update).expect("valid parameters");
+            let (one, merged) = observed_and_merged(&cm, 200, |s, i| s.observe_weighted(i % 13, i));
+            out.push((format!("cm {width}×{depth} {update:?} empty"), cm));
+            out.push((format!("cm {width}×{depth} {update:?}"), one));
+            out.push((format!("cm {width}×{depth} {update:?} merged"), merged));
+        }
+        let mut saturated = CountMin::new(4, 2).expect("valid parameters");
+        saturated.observe_weighted(1_u64, u64::MAX);
+        saturated.observe_weighted(2_u64, 3);
+        out.push(("cm saturated".into(), saturated));
+        out
+    }
+}
+
+/// The items a heavy-hitters summary of `T` is asked about.
+pub trait Probe: Sized {
+    /// Item number `i`.
+    fn probe(i: u64) -> Self;
+    /// A number standing for the item in the answers.
+    fn number(&self) -> f64;
+}
+
+impl Probe for u64 {
+    fn probe(i: u64) -> Self {
+        i
+    }
+    fn number(&self) -> f64 {
+        *self as f64
+    }
+}
+
+impl Probe for String {
+    fn probe(i: u64) -> Self {
+        format!("k{i}")
+    }
+    fn number(&self) -> f64 {
+        self.get(1..).and_then(|n| n.parse().ok()).unwrap_or(-1.0)
+    }
+}
+
+impl<T: Probe + synopses::hash::Hashable + synopses::codec::Item + Clone + Eq> Answers for HeavyHitters<T> {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.total() as f64, self.error() as f64];
+        for i in 0..12_u64 {
+            let item = T::probe(i);
+            let b = self.bounds(&item);
+            out.extend([self.estimate(&item) as f64, b.lower, b.upper]);
+        }
+        out.extend(self.top(5).iter().map(|(item, count)| item.number() * 1000.0 + *count as f64));
+        for guarantee in [Guarantee::NoFalsePositives, Guarantee::NoFalseNegatives] {
+            for (item, b) in self.frequent(0.1, guarantee).expect("a valid phi") {
+                out.extend([item.number(), b.lower, b.upper]);
+            }
+        }
+        out
+    }
+}
+
+impl<T: Probe + synopses::hash::Hashable + synopses::codec::Item + Clone + Eq + Debug> Subject for HeavyHitters<T> {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.observe_weighted(T::probe(1), u64::MAX);
+        let _ = more.top(3);
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        let mut out = Vec::new();
+        for (capacity, n, seed) in [(1, 10, None), (5, 300, None), (5, 300, Some(7)), (1000, 100_000, None)] {
+            let hh = match seed {
+                Some(seed) => HeavyHitters::with_seed(capacity, seed),
+                None => HeavyHitters::new(capacity),
+            }
+            .expect("a valid capacity");
+            let (one, merged) = observed_and_merged(&hh, n, |s, i| s.observe(T::probe(i % 17 + i % 3 * 100)));
+            out.push((format!("hh {capacity} empty"), hh));
+            out.push((format!("hh {capacity} after {n} seed {seed:?}"), one));
+            out.push((format!("hh {capacity} merged after {n} seed {seed:?}"), merged));
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Membership
+// ---------------------------------------------------------------------------------------------
+
+impl Answers for Bloom {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![
+            self.set_bits() as f64,
+            self.false_positive_rate(),
+            self.expected_false_positive_rate(1000),
+            self.expected_false_positive_rate(u64::MAX),
+            self.estimated_items(),
+        ];
+        out.extend((0..40_u64).map(|i| f64::from(u8::from(self.contains(i)))));
+        out
+    }
+}
+
+impl Subject for Bloom {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.observe(1_u64);
+        assert!(more.contains(1_u64));
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        let mut out = Vec::new();
+        for (bits, n) in [(1, 3), (100, 10), (700, 100), (1 << 24, 10_000)] {
+            let b = Bloom::with_seed(bits, 3, 9).expect("valid parameters");
+            let (one, merged) = observed_and_merged(&b, n, |s, i| s.observe(i));
+            out.push((format!("bloom {bits} empty"), b));
+            out.push((format!("bloom {bits} after {n}"), one));
+            out.push((format!("bloom {bits} merged after {n}"), merged));
+        }
+        out
+    }
+}
+
+impl Answers for CountingBloom {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![
+            self.items() as f64,
+            self.saturated_counters() as f64,
+            self.nonzero_counters() as f64,
+            self.false_positive_rate(),
+            self.expected_false_positive_rate(u64::MAX),
+        ];
+        out.extend((0..40_u64).map(|i| f64::from(self.estimate(i))));
+        out
+    }
+}
+
+impl Subject for CountingBloom {
+    fn exercise(&self) {
+        let mut changed = self.clone();
+        changed.observe(2_u64);
+        if changed.remove(3_u64).is_err() {
+            changed.remove(2_u64).expect("just inserted");
+        }
+        for width in [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen] {
+            let _ = self.with_counter_width(width);
+        }
+        let bloom = self.to_bloom();
+        assert_eq!(Bloom::from_bytes(&bloom.to_bytes()).as_ref(), Ok(&bloom));
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        let mut out = Vec::new();
+        for (counters, width, n) in [
+            (1, CounterWidth::Four, 3),
+            (100, CounterWidth::Four, 30),
+            (300, CounterWidth::Eight, 100),
+            (64, CounterWidth::Sixteen, 50),
+            (1 << 22, CounterWidth::Four, 10_000),
+        ] {
+            let f = CountingBloom::with_params(counters, 3, width, 9).expect("valid parameters");
+            let (one, merged) = observed_and_merged(&f, n, |s, i| s.observe(i % 7));
+            out.push((format!("cbf {counters} {width:?} empty"), f));
+            out.push((format!("cbf {counters} {width:?} after {n}"), one));
+            out.push((format!("cbf {counters} {width:?} merged after {n}"), merged));
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling
+// ---------------------------------------------------------------------------------------------
+
+/// The answers of a sample, in an order of their own (samples come in no particular order).
+fn sorted(mut answers: Vec<[f64; 3]>) -> impl Iterator<Item = f64> {
+    answers.sort_by(|a, b| {
+        a.iter().zip(b).map(|(x, y)| x.total_cmp(y)).find(|o| o.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
+    });
+    answers.into_iter().flatten()
+}
+
+impl Answers for Reservoir<u64> {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.seen() as f64, self.len() as f64, self.inclusion_probability()];
+        out.extend(sorted(self.iter().map(|&i| [(i >> 11) as f64, 0.0, 0.0]).collect()));
+        out
+    }
+}
+
+impl Answers for WeightedReservoir<u64> {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.seen() as f64, self.len() as f64, self.total_weight()];
+        out.extend(sorted(self.iter().map(|&(i, w)| [(i >> 11) as f64, w, 0.0]).collect()));
+        out
+    }
+}
+
+impl Answers for PrioritySample<u64> {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.seen() as f64, self.total_weight(), self.threshold()];
+        for subset in [self.subset_sum(|_| true), self.subset_sum(|i| i % 2 == 0)] {
+            out.extend([subset.value, subset.variance, subset.standard_error()]);
+            bounds_answers(&mut out, |c| subset.bounds(c));
+        }
+        out.extend(sorted(self.sample().map(|(&i, w, est)| [(i >> 11) as f64, w, est]).collect()));
+        out
+    }
+}
+
+/// Labelled states of a sampler made by `make(capacity)`, fed `(item, weight)` by `observe`:
+/// empty, after `n` items, and merged with a part.
+fn sampler_examples<S: Mergeable + Clone>(
+    name: &str,
+    make: impl Fn(usize) -> S,
+    observe: impl Fn(&mut S, u64, Weight),
+) -> Vec<(String, S)> {
+    let mut out = Vec::new();
+    for (capacity, n) in [(1, 3), (4, 2), (4, 50), (100_000, 300_000)] {
+        let empty = make(capacity);
+        let mut one = empty.clone();
+        let mut part = empty.empty_part(1);
+        for i in 0..n {
+            let w = Weight::new(1.0 + (i % 10) as f64).expect("a weight");
+            observe(&mut one, i, w);
+            observe(&mut part, n + i, w);
+        }
+        let mut merged = one.clone();
+        merged.merge(&part).expect("parts of one sampler");
+        out.push((format!("{name} {capacity} empty"), empty));
+        out.push((format!("{name} {capacity} after {n}"), one));
+        out.push((format!("{name} {capacity} merged after {n}"), merged));
+    }
+    out
+}
+
+impl Subject for Reservoir<u64> {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.observe_all(0..100_u64);
+        let _ = more.merge(&self.empty_part(0));
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        sampler_examples("reservoir", |k| Reservoir::new(k, 3).expect("a capacity"), |s, i, _| s.observe(i))
+    }
+}
+
+impl Subject for WeightedReservoir<u64> {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        (0..100_u64).for_each(|i| more.observe(i, Weight::ONE));
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        sampler_examples("weighted", |k| WeightedReservoir::new(k, 3).expect("a capacity"), |s, i, w| s.observe(i, w))
+    }
+}
+
+impl Subject for PrioritySample<u64> {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        (0..100_u64).for_each(|i| more.observe(i, Weight::ONE));
+        let _ = more.subset_sum(|_| true);
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        sampler_examples("priority", |k| PrioritySample::new(k, 3).expect("a capacity"), |s, i, w| s.observe(i, w))
+    }
+}
