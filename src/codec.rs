@@ -203,7 +203,7 @@ pub(crate) use codec_impl;
 /// An item that a synopsis which keeps items (such as
 /// [`HeavyHitters`](crate::frequency::HeavyHitters)) can store in its encoding: a canonical,
 /// portable byte form. Implemented for the integer and floating-point types (little-endian),
-/// for pairs of items, and for `String`
+/// for tuples of two to four items, and for `String`
 /// and `Vec<u8>` (a u32 length, then the bytes; items of 4 GiB or more are not supported);
 /// implement it for your own types to serialize summaries of them.
 ///
@@ -276,31 +276,42 @@ macro_rules! fixed_width_item {
 }
 fixed_width_item!(u8, u16, u32, u64, u128, i8, i16, i32, i64, i128, f32, f64);
 
-/// A pair: the first item's encoding, then the second's.
+/// A tuple of two to four items: each item's encoding, in order.
 ///
 /// ```
 /// use synopses::codec::Item;
 ///
 /// let mut out = Vec::new();
-/// (7_u32, "x".to_string()).encode(&mut out);
-/// assert_eq!(<(u32, String)>::decode(&out), Some(((7, "x".to_string()), out.len())));
+/// (7_u32, "x".to_string(), 2_u8).encode(&mut out);
+/// assert_eq!(<(u32, String, u8)>::decode(&out), Some(((7, "x".to_string(), 2), out.len())));
 /// ```
-impl<A: Item, B: Item> Item for (A, B) {
-    fn encode(&self, out: &mut Vec<u8>) {
-        self.0.encode(out);
-        self.1.encode(out);
-    }
+macro_rules! tuple_item {
+    ($($t:ident $v:ident),+) => {
+        impl<$($t: Item),+> Item for ($($t,)+) {
+            fn encode(&self, out: &mut Vec<u8>) {
+                let ($($v,)+) = self;
+                $( $v.encode(out); )+
+            }
 
-    fn decode(bytes: &[u8]) -> Option<(Self, usize)> {
-        let (a, used) = A::decode(bytes)?;
-        let (b, more) = B::decode(bytes.get(used..)?)?;
-        Some(((a, b), used + more))
-    }
+            fn decode(bytes: &[u8]) -> Option<(Self, usize)> {
+                let mut used = 0;
+                $(
+                    let ($v, more) = $t::decode(bytes.get(used..)?)?;
+                    used += more;
+                )+
+                Some((($($v,)+), used))
+            }
 
-    fn encoded_len(&self) -> usize {
-        self.0.encoded_len() + self.1.encoded_len()
-    }
+            fn encoded_len(&self) -> usize {
+                let ($($v,)+) = self;
+                0 $( + $v.encoded_len() )+
+            }
+        }
+    };
 }
+tuple_item!(A a, B b);
+tuple_item!(A a, B b, C c);
+tuple_item!(A a, B b, C c, D d);
 
 /// A u32 length, then that many bytes.
 fn length_prefixed(bytes: &[u8]) -> Option<(&[u8], usize)> {

@@ -80,8 +80,9 @@
 //! Items are hashed with seeded xxh3-64 over a canonical little-endian encoding
 //! ([`hash`]), never with `std::hash::Hash`, so a sketch built on one machine merges with a
 //! sketch built on another, today or in a later version. Golden tests pin the hash values and
-//! the encodings. Every structure also accepts a pre-computed hash (`observe_hash`), to hash
-//! an item once and feed several structures.
+//! the encodings. Tuples, options and sequences of items are items, and so is a struct of
+//! them through [`hashable!`]: `hll.observe((user, day))`. Every structure also accepts a
+//! pre-computed hash (`observe_hash`), to hash an item once and feed several structures.
 //!
 //! # Limits and adversaries
 //!

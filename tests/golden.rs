@@ -1,8 +1,9 @@
 //! Golden values: pins the hash path, the binary format and the estimators, so that any change
 //! to them fails here instead of silently breaking sketches stored or shipped by an older build.
 //!
-//! * Hashes: `Hashable::hash64` of a table of items under seed 0 and [`DEFAULT_SEED`], as
-//!   literals, with two values cross-checked against xxh3 itself.
+//! * Hashes: `Hashable::hash64` of a table of items (primitives, then composites: tuples,
+//!   options, sequences, a struct through `hashable!`) under seed 0 and [`DEFAULT_SEED`], as
+//!   literals, with a few values cross-checked against xxh3 of their documented encoding.
 //! * Encodings: the files in `tests/fixtures/v1/`, each rebuilt here from a deterministic
 //!   recipe and compared byte for byte, then decoded and compared with the rebuilt sketch.
 //! * Estimates: the exact `f64` bit patterns of the estimates of a few seeded sketches.
@@ -63,8 +64,27 @@ fn item_hashes(seed: u64) -> Vec<(&'static str, u64)> {
         ("[0u8; 8]", [0u8; 8].hash64(seed)),
         ("vec![1u8, 2, 3]", vec![1u8, 2, 3].hash64(seed)),
         ("[0u8; 300]", [0u8; 300][..].hash64(seed)),
+        ("(5u64, \"hello\")", (5u64, "hello").hash64(seed)),
+        ("(\"ab\", \"c\")", ("ab", "c").hash64(seed)),
+        ("(\"a\", \"bc\")", ("a", "bc").hash64(seed)),
+        ("(1u32, -1i64, true)", (1u32, -1i64, true).hash64(seed)),
+        ("(0u8, 1u8, ..., 11u8)", (0u8, 1u8, 2u8, 3u8, 4u8, 5u8, 6u8, 7u8, 8u8, 9u8, 10u8, 11u8).hash64(seed)),
+        ("Some(5u64)", Some(5u64).hash64(seed)),
+        ("None::<u64>", None::<u64>.hash64(seed)),
+        ("Some(\"hello\")", Some("hello").hash64(seed)),
+        ("[1u32, 2, 3]", [1u32, 2, 3].hash64(seed)),
+        ("vec![String(\"a\"), String(\"bc\")]", vec![String::from("a"), String::from("bc")].hash64(seed)),
+        ("((1u8, \"x\"), vec![2u16, 3], Some(-4i8))", ((1u8, "x"), vec![2u16, 3], Some(-4i8)).hash64(seed)),
+        ("Visit { user: \"ann\", day: 19000 }", Visit { user: String::from("ann"), day: 19_000 }.hash64(seed)),
     ]
 }
+
+/// A struct hashed from its fields by the crate's macro, for the golden table.
+struct Visit {
+    user: String,
+    day: u32,
+}
+synopses::hashable!(Visit { user, day });
 
 /// `(item, hash64 with seed 0, hash64 with DEFAULT_SEED)`, computed once and pasted.
 const GOLDEN_HASHES: &[(&str, u64, u64)] = &[
@@ -94,6 +114,18 @@ const GOLDEN_HASHES: &[(&str, u64, u64)] = &[
     ("[0u8; 8]", 0xC77B_3ABB_6F87_ACD9, 0x42D6_9D29_2B28_530F),
     ("vec![1u8, 2, 3]", 0xEBCE_9B76_32AE_733B, 0xFA71_89FA_0B01_7EE0),
     ("[0u8; 300]", 0x56D0_762B_2008_5F91, 0x359A_5931_570B_BAFD),
+    ("(5u64, \"hello\")", 0x53EA_5FF2_CEC7_5218, 0xE348_7454_5D28_6903),
+    ("(\"ab\", \"c\")", 0x642D_4DEB_FEBF_33AE, 0x4DA0_4879_9B16_8A83),
+    ("(\"a\", \"bc\")", 0xF42E_E0DF_2A02_3EF1, 0x781E_81EB_1B8E_AF9D),
+    ("(1u32, -1i64, true)", 0xC260_A2F2_6BA7_3104, 0x47B1_E60D_54C1_0936),
+    ("(0u8, 1u8, ..., 11u8)", 0xCA18_5A06_36EB_095F, 0x8E64_E007_BAC7_5E24),
+    ("Some(5u64)", 0xD7AA_C30B_7EE8_29FB, 0xAB1D_1531_4BF6_0152),
+    ("None::<u64>", 0xC44B_DFF4_074E_ECDB, 0x5C0B_D088_196A_F3E6),
+    ("Some(\"hello\")", 0x1B39_290D_ED72_6C1E, 0x5A48_29C1_2D46_8F4D),
+    ("[1u32, 2, 3]", 0x7C68_B490_6E7E_A780, 0x1752_8AA2_0106_B7B3),
+    ("vec![String(\"a\"), String(\"bc\")]", 0xF42E_E0DF_2A02_3EF1, 0x781E_81EB_1B8E_AF9D),
+    ("((1u8, \"x\"), vec![2u16, 3], Some(-4i8))", 0x6990_F133_30D9_F12F, 0xCF12_9E46_0034_D922),
+    ("Visit { user: \"ann\", day: 19000 }", 0x65B1_3D94_E272_56C0, 0x251D_04FE_CFFF_86A4),
 ];
 
 #[test]
@@ -125,6 +157,11 @@ fn equal_encodings_hash_alike() {
         assert_eq!("hello".hash64(seed), b"hello".to_vec().hash64(seed));
         assert_eq!(1u128.hash64(seed), hash_bytes(&1u128.to_le_bytes(), seed));
         assert_ne!(1u128.hash64(seed), 1u64.hash64(seed));
+        assert_eq!([1u32, 2, 3].hash64(seed), vec![1u32, 2, 3].hash64(seed));
+        assert_eq!([1u32, 2, 3].hash64(seed), (1u32, 2u32, 3u32).hash64(seed));
+        assert_eq!(vec![String::from("a")].hash64(seed), ("a",).hash64(seed));
+        let visit = Visit { user: String::from("ann"), day: 19_000 };
+        assert_eq!(visit.hash64(seed), ("ann", 19_000u32).hash64(seed));
     }
 }
 
@@ -134,6 +171,12 @@ fn hashes_agree_with_reference_xxh3() {
     for seed in [0, 1, DEFAULT_SEED, u64::MAX] {
         assert_eq!(5u64.hash64(seed), xxh3_64_with_seed(&5u64.to_le_bytes(), seed), "seed {seed:#x}");
     }
+    // A composite against its documented encoding, built here by hand: each component's own
+    // bytes, a variable-length one preceded by its length as 8 little-endian bytes.
+    let by_hand = [&5u64.to_le_bytes()[..], &5u64.to_le_bytes(), b"hello"].concat();
+    assert_eq!((5u64, "hello").hash64(7), xxh3_64_with_seed(&by_hand, 7));
+    let by_hand = [&[1u8][..], &2u64.to_le_bytes(), b"ab"].concat();
+    assert_eq!(Some("ab").hash64(7), xxh3_64_with_seed(&by_hand, 7));
     // The published xxh3-64 of the empty input with seed 0.
     const XXH3_64_EMPTY: u64 = 0x2D06_8005_38D3_94C2;
     assert_eq!(xxh3_64_with_seed(b"", 0), XXH3_64_EMPTY);

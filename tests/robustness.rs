@@ -229,8 +229,11 @@ fn check_decoded<S: Subject>(bytes: &[u8]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// Every type's decoder, reporting only the error: what any encoding must meet.
-const DECODERS: [(u8, fn(&[u8]) -> Result<(), DecodeError>); 11] = [
+/// A decoder reporting only the error.
+type Decoder = fn(&[u8]) -> Result<(), DecodeError>;
+
+/// Every type's decoder, with its family code: what any encoding must meet.
+const DECODERS: [(u8, Decoder); 11] = [
     (FM, |b| FlajoletMartin::from_bytes(b).map(drop)),
     (HLL, |b| HyperLogLog::from_bytes(b).map(drop)),
     (CM, |b| CountMin::from_bytes(b).map(drop)),

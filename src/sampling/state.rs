@@ -211,7 +211,9 @@ impl<U: Item> State<(U, f64)> {
         if !(1..=MAX_CAPACITY).contains(&capacity) {
             return Err(DecodeError::InvalidField { field: "capacity", reason: "outside 1..=2^24" });
         }
-        if !(total_weight >= 0.0 && total_weight.is_finite()) {
+        // (Not −0 either: a sum of positive weights from 0 is +0, and one state has one
+        // encoding.)
+        if !(total_weight >= 0.0 && total_weight.is_finite()) || total_weight.is_sign_negative() {
             return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
         }
         let state = State::decode(&mut r, capacity + extra, valid)?;
