@@ -1,8 +1,7 @@
 //! Cardinality sketches: `synopses` against peer crates.
 //!
-//! Run with `cargo bench --all-features --bench cardinality` (the `rayon` feature adds the
-//! parallel group). Every benchmark id reads `family/operation/config/implementation`, e.g.
-//! `hll/observe_u64/p12/synopses`.
+//! Run with `cargo bench -p synopses-benches --bench cardinality`. Every benchmark id reads
+//! `family/operation/config/implementation`, e.g. `hll/observe_u64/p12/synopses`.
 //!
 //! Timing model:
 //! - `observe_*`: one iteration inserts all `N` items into a fresh sketch. The empty sketch is
@@ -22,8 +21,8 @@
 //! estimator of a sketch of `N` items: martingale, maximum likelihood, FGRA, and the estimate
 //! after a merge of two halves) and `merge` (two sketches of `N` different items each, at
 //! precision 12). Run them alone with
-//! `cargo bench --bench cardinality -- ull_ell`. Their accuracy at equal memory is
-//! `examples/per_byte.rs`.
+//! `cargo bench -p synopses-benches --bench cardinality -- ull_ell`. Their accuracy at equal
+//! memory is `benches/examples/per_byte.rs`.
 //!
 //! Peers, each used the way its documentation shows (so each with its own hasher):
 //! - `datasketches` 0.6 `HllSketch` (`Hll4`, `Hll6`, `Hll8`) and `CpcSketch`: MurmurHash3
@@ -529,7 +528,6 @@ fn bench_bytes(c: &mut Criterion) {
     g.finish();
 }
 
-#[cfg(feature = "rayon")]
 fn bench_parallel(c: &mut Criterion) {
     use synopses::core::OperatorExt as _;
     let items = gen_u64s(N_PAR);
@@ -570,11 +568,6 @@ fn bench_parallel(c: &mut Criterion) {
         );
     });
     g.finish();
-}
-
-#[cfg(not(feature = "rayon"))]
-fn bench_parallel(_: &mut Criterion) {
-    let _ = N_PAR;
 }
 
 fn bench_fm(c: &mut Criterion) {

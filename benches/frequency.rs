@@ -1,7 +1,7 @@
 //! Frequency sketches: the `synopses` Count-Min sketch and heavy-hitters summary against peer
 //! crates.
 //!
-//! Run with `cargo bench --all-features --bench frequency`. Every benchmark id reads
+//! Run with `cargo bench -p synopses-benches --bench frequency`. Every benchmark id reads
 //! `family/operation/config/implementation`, e.g. `countmin/update/4096x5/synopses`: a
 //! Count-Min sketch of width 4096 (counters per row) and depth 5 (rows) everywhere, or
 //! `heavy_hitters/top10/k1000/synopses`: a heavy-hitters summary of about 1000 counters.

@@ -1,6 +1,6 @@
 //! Membership: the `synopses` Bloom and counting Bloom filters against peer crates.
 //!
-//! Run with `cargo bench --all-features --bench membership`. Every benchmark id reads
+//! Run with `cargo bench -p synopses-benches --bench membership`. Every benchmark id reads
 //! `family/operation/config/implementation`, e.g. `bloom/insert/1e6_1pct/synopses`: a Bloom
 //! filter sized by each implementation's own constructor for 10^6 expected items at a 1 %
 //! false-positive rate (about 9.6 bits per item, 7 hashes). The `counting_bloom` family

@@ -1,6 +1,6 @@
 //! Sampling: the `synopses` samplers against peer crates.
 //!
-//! Run with `cargo bench --all-features --bench sampling`. Every benchmark id reads
+//! Run with `cargo bench -p synopses-benches --bench sampling`. Every benchmark id reads
 //! `family/operation/config/implementation`, e.g. `reservoir/iterator/1e7_k1000/synopses`: a
 //! uniform sample of k = 1000 of 10^7 items taken from an iterator of unknown length. Every
 //! sampler keeps k = 1000 items.
@@ -59,7 +59,7 @@
 //!
 //! Peers, each used the way its documentation shows, each generator seeded explicitly:
 //! - `rand` 0.10 `IteratorRandom::sample(rng, 1000)` (needs `rand`'s `alloc` feature, which
-//!   the crate does not enable: it is on in bench builds only because proptest enables it):
+//!   the core crate does not enable; this bench package does):
 //!   Algorithm R, exact. It collects the first k items, then draws `random_range(..i + 1 + k)`
 //!   for every later item (one draw per item) and replaces that slot if below k. It walks exact-size iterators too (only its `choose` uses `nth`). No
 //!   state, no merge. Generator: `rand::rngs::SmallRng` (xoshiro256++, the generator of
@@ -69,7 +69,7 @@
 //!   items (off by one: the 1001st item always enters; the first k end with inclusion
 //!   probability (k − 1)/(n − 1) and the rest k/(n − 1) instead of k/n, far too little to
 //!   see here). It takes the generator by argument, a `rand` 0.7 `Rng`, so the bench names
-//!   `rand` 0.7 (already in the tree through this crate) as the dev-dependency `rand_07`:
+//!   `rand` 0.7 (already in the tree through this crate) as the dependency `rand_07`:
 //!   `SmallRng` (PCG64-MCG), `seed_from_u64`. Its merge, `+=`, consumes the other sample: k
 //!   times it picks a side with probability m/(m + n) (binomial, not hypergeometric:
 //!   approximate) and pops that side's last item, with a `SmallRng` seeded from the low bytes
@@ -86,8 +86,8 @@
 //!   falls along a skip, by about 0.1 % here), then the item into a random slot. `add` is still called for every item, and costs a compare
 //!   while skipping. No merge; `new(0)` panics (assert).
 //! - Weighted, `rand_sample_weighted`: `rand` 0.10 `IndexedRandom::sample_weighted(rng, 1000,
-//!   |p| p.1.get())` on the slice of pairs (needs `rand`'s `std` feature, on in bench builds
-//!   only through proptest), then the 1000 pairs collected: Efraimidis and Spirakis' A-ExpJ,
+//!   |p| p.1.get())` on the slice of pairs (needs `rand`'s `std` feature, on in this bench
+//!   package only), then the 1000 pairs collected: Efraimidis and Spirakis' A-ExpJ,
 //!   the algorithm of `WeightedReservoir`, with keys `ln u / w` in a `BinaryHeap`, over a
 //!   slice (not streaming), no merge. Generator `SmallRng`, `seed_from_u64`.
 //! - No dependency has a priority sampler or another weighted one (datasketches 0.6,

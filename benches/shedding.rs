@@ -1,6 +1,6 @@
 //! Load shedding: what a shedder costs per offered item.
 //!
-//! Run with `cargo bench --all-features --bench shedding`. Ids read
+//! Run with `cargo bench -p synopses-benches --bench shedding`. Ids read
 //! `shedding/operation/keep_probability/implementation`.
 //!
 //! Data: `N` = 10^7 distinct `u64` items (seeded splitmix64). No peer crate sheds load, so the

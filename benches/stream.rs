@@ -1,6 +1,6 @@
 //! Partitioned observation: the partitioned runner against one sequential pass.
 //!
-//! Run with `cargo bench --all-features --bench stream`. Ids read
+//! Run with `cargo bench -p synopses-benches --bench stream`. Ids read
 //! `stream/structure/implementation`.
 //!
 //! Data: `N` = 10^7 distinct `u64` items (seeded splitmix64). One iteration observes all `N`

@@ -114,6 +114,13 @@
 //!   machines (timely is pinned to 0.21.5).
 //!
 //! No feature is on by default. The crate needs `std` (for floating-point functions).
+//!
+// Without `rayon` the links to `par_observe` point at the types that gain it.
+#![cfg_attr(not(feature = "rayon"), doc = "[`core::OperatorExt::par_observe`]: core::OperatorExt")]
+#![cfg_attr(not(feature = "rayon"), doc = "[`stream::Partitioned::par_observe`]: stream::Partitioned")]
+// docs.rs badges the items behind a feature: on current nightly `doc_cfg` does it by itself
+// (`doc_auto_cfg` is gone).
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 // One `unsafe` block in the crate: the call of an AVX2 function after checking at run time
 // that the CPU has AVX2 (`cardinality/register_sums.rs`, measured 4.4× faster).

@@ -71,7 +71,7 @@
 //! * The operator's state does not merge: only key grouping is correct, and skew will show.
 //! * The work per item is tiny next to routing it (a hash and a move): partitioning costs
 //!   more than it saves; observe contiguous chunks instead
-//!   ([`OperatorExt::par_observe`](crate::core::OperatorExt::par_observe)).
+//!   ([`OperatorExt::par_observe`]).
 //!
 //! # References
 //!
@@ -83,6 +83,11 @@
 //! * M. A. U. Nasir et al. *When two choices are not enough: balancing at scale in
 //!   distributed stream processing.* ICDE 2016.
 //! * M. Raab, A. Steger. *"Balls into bins" — a simple and tight analysis.* RANDOM 1998.
+//!
+// Without `rayon` the links to `par_observe` point at the types that gain it.
+#![cfg_attr(feature = "rayon", doc = "[`OperatorExt::par_observe`]: crate::core::OperatorExt::par_observe")]
+#![cfg_attr(not(feature = "rayon"), doc = "[`OperatorExt::par_observe`]: crate::core::OperatorExt")]
+#![cfg_attr(not(feature = "rayon"), doc = "[`Partitioned::par_observe`]: Partitioned")]
 
 mod partitioned;
 mod partitioner;

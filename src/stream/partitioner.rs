@@ -55,7 +55,7 @@ pub trait Partitioner: Clone {
     fn absorb(&mut self, other: &Self);
 
     /// A new sender of the same configuration, with no loads: what each sending thread of
-    /// [`Partitioned::par_observe`](super::Partitioned::par_observe) routes with.
+    /// [`Partitioned`](super::Partitioned)'s `par_observe` routes with.
     fn sender(&self) -> Self;
 
     /// Whether the worker of an item depends on nothing but its position, so that a slice can

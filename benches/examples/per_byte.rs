@@ -3,8 +3,8 @@
 //! HLL_6 too), measured side by side in one run.
 //!
 //! ```text
-//! cargo run --release --example per_byte                  # 1000 trials, about a minute
-//! cargo run --release --example per_byte -- --trials 300
+//! cargo run --release -p synopses-benches --example per_byte                  # 1000 trials, about a minute
+//! cargo run --release -p synopses-benches --example per_byte -- --trials 300
 //! ```
 //!
 //! # Method
