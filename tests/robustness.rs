@@ -232,21 +232,6 @@ fn check_decoded<S: Subject>(bytes: &[u8]) -> Result<(), TestCaseError> {
 /// A decoder reporting only the error.
 type Decoder = fn(&[u8]) -> Result<(), DecodeError>;
 
-/// Every type's decoder, with its family code: what any encoding must meet.
-const DECODERS: [(u8, Decoder); 11] = [
-    (FM, |b| FlajoletMartin::from_bytes(b).map(drop)),
-    (HLL, |b| HyperLogLog::from_bytes(b).map(drop)),
-    (CM, |b| CountMin::from_bytes(b).map(drop)),
-    (BLOOM, |b| Bloom::from_bytes(b).map(drop)),
-    (HH, |b| HeavyHitters::<u64>::from_bytes(b).map(drop)),
-    (CBF, |b| CountingBloom::from_bytes(b).map(drop)),
-    (RES, |b| Reservoir::<u64>::from_bytes(b).map(drop)),
-    (WRES, |b| WeightedReservoir::<u64>::from_bytes(b).map(drop)),
-    (PRIO, |b| PrioritySample::<u64>::from_bytes(b).map(drop)),
-    (ULL, |b| UltraLogLog::from_bytes(b).map(drop)),
-    (ELL, |b| ExaLogLog::from_bytes(b).map(drop)),
-];
-
 #[derive(Debug, Clone)]
 enum Mutation {
     FlipBit(Index, u8),
@@ -304,7 +289,7 @@ fn mutation_is_rejected<S: Subject>(original: &[u8], mutation: &Mutation) -> Res
     let Some(mutated) = mutation.apply(original).filter(|m| m != original) else {
         return Ok(()); // Overwrote a byte with itself, or truncated to the full length.
     };
-    for (family, decode) in DECODERS {
+    for &(family, decode) in DECODERS {
         prop_assert_eq!(decode(&mutated), Err(expected_envelope_error(&mutated, family)), "{:?}", mutation);
     }
     let own = S::from_bytes(&mutated).map(drop);
@@ -394,7 +379,7 @@ macro_rules! decoder_suite {
                     assert_eq!(&s.to_bytes(), bytes, "{label}");
                     assert_eq!(s.encoded_len(), bytes.len(), "{label}");
                     check_decoded::<$ty>(bytes).map_err(|e| format!("{label}: {e}"))?;
-                    for (family, decode) in DECODERS.into_iter().filter(|(f, _)| *f != <$ty>::FAMILY) {
+                    for &(family, decode) in DECODERS.iter().filter(|(f, _)| *f != <$ty>::FAMILY) {
                         let expected = DecodeError::WrongFamily { expected: family, found: <$ty>::FAMILY };
                         assert_eq!(decode(bytes), Err(expected), "{label}");
                     }
@@ -485,18 +470,16 @@ macro_rules! decoder_suite {
     };
 }
 
-decoder_suite!(flajolet_martin, FlajoletMartin);
-decoder_suite!(hyperloglog, HyperLogLog);
-decoder_suite!(ultraloglog, UltraLogLog);
-decoder_suite!(exaloglog, ExaLogLog);
-decoder_suite!(count_min, CountMin);
-decoder_suite!(heavy_hitters, HeavyHitters<u64>);
-decoder_suite!(heavy_hitters_of_strings, HeavyHitters<String>);
-decoder_suite!(bloom, Bloom);
-decoder_suite!(counting_bloom, CountingBloom);
-decoder_suite!(reservoir, Reservoir<u64>);
-decoder_suite!(weighted_reservoir, WeightedReservoir<u64>);
-decoder_suite!(priority_sample, PrioritySample<u64>);
+/// The suite for every type, and the list of every type's decoder.
+macro_rules! decoder_suites {
+    ($($name:ident: $ty:ty),* $(,)?) => {
+        $(decoder_suite!($name, $ty);)*
+
+        /// Every type's decoder, with its family code: what any encoding must meet.
+        const DECODERS: &[(u8, Decoder)] = &[$((<$ty>::FAMILY, |b| <$ty>::from_bytes(b).map(drop))),*];
+    };
+}
+common::for_each_subject!(decoder_suites);
 
 // ---------------------------------------------------------------------------------------------
 // HyperLogLog and Flajolet–Martin

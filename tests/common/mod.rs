@@ -48,6 +48,28 @@ pub trait Answers {
     fn answers(&self) -> Vec<f64>;
 }
 
+/// Calls `$suite!` with every [`Subject`], `module_name: Type` each: the one list a new type
+/// joins to be checked by every generic suite.
+macro_rules! for_each_subject {
+    ($suite:ident) => {
+        $suite! {
+            flajolet_martin: FlajoletMartin,
+            hyperloglog: HyperLogLog,
+            ultraloglog: UltraLogLog,
+            exaloglog: ExaLogLog,
+            count_min: CountMin,
+            heavy_hitters: HeavyHitters<u64>,
+            heavy_hitters_of_strings: HeavyHitters<String>,
+            bloom: Bloom,
+            counting_bloom: CountingBloom,
+            reservoir: Reservoir<u64>,
+            weighted_reservoir: WeightedReservoir<u64>,
+            priority_sample: PrioritySample<u64>,
+        }
+    };
+}
+pub(crate) use for_each_subject;
+
 /// A synopsis with an encoding, for the generic suites.
 pub trait Subject: Answers + Codec + Mergeable + Clone + PartialEq + Debug {
     /// Real states in each internal mode (empty, sparse, dense, merged, saturated), labelled.
