@@ -50,6 +50,7 @@ pub trait Answers {
 
 /// Calls `$suite!` with every [`Subject`], `module_name: Type` each: the one list a new type
 /// joins to be checked by every generic suite.
+#[allow(unused_macros)] // (Not every test binary instantiates a suite.)
 macro_rules! for_each_subject {
     ($suite:ident) => {
         $suite! {
@@ -68,6 +69,7 @@ macro_rules! for_each_subject {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use for_each_subject;
 
 /// A synopsis with an encoding, for the generic suites.
