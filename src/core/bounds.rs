@@ -11,6 +11,7 @@
 /// assert!((Confidence::TwoSigma.probability() - 0.9545).abs() < 1e-4);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive] // (More levels, such as 99 %, may come.)
 pub enum Confidence {
     /// ±1 standard deviation: about 68.27 % of estimates fall inside.
     OneSigma,
