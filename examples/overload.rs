@@ -97,7 +97,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let truth: f64 = readings.iter().sum();
     let mut shedder = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(7), FixedRate::new(0.1)?);
     for &r in &readings {
-        shedder.offer(r);
+        shedder.observe(r);
     }
     let sum = shedder.inner().sum();
     let bounds = sum.bounds(Confidence::NinetyFivePercent);

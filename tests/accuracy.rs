@@ -38,7 +38,6 @@ use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use synopses::shedding::{
     DropPolicy, FixedRate, Headroom, HorvitzThompson, KeyHashDrop, LoadShedder, Phase, RandomDrop, Simulation,
-    Unweighted,
 };
 use synopses::stream::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner};
 
@@ -1312,22 +1311,22 @@ fn key_hash_shedding_keeps_distinct_counts_and_random_shedding_does_not() {
     let z = bonferroni_z(2);
     let (mut hashed, mut random) = (Vec::new(), Vec::new());
     for seed in 0..seeds {
-        let mut by_key = LoadShedder::new(
-            Unweighted(HyperLogLog::with_seed(12, seed).unwrap()),
+        let mut by_key = LoadShedder::unweighted(
+            HyperLogLog::with_seed(12, seed).unwrap(),
             KeyHashDrop::with_seed(!seed),
             FixedRate::new(p).unwrap(),
         );
-        let mut by_row = LoadShedder::new(
-            Unweighted(HyperLogLog::with_seed(12, seed).unwrap()),
+        let mut by_row = LoadShedder::unweighted(
+            HyperLogLog::with_seed(12, seed).unwrap(),
             RandomDrop::new(seed),
             FixedRate::new(p).unwrap(),
         );
         for i in 0..keys * repeats {
-            by_key.offer(i % keys);
-            by_row.offer(i % keys);
+            by_key.observe(i % keys);
+            by_row.observe(i % keys);
         }
-        hashed.push(by_key.inner().0.estimate() / p / keys as f64);
-        random.push(by_row.inner().0.estimate() / p / keys as f64);
+        hashed.push(by_key.inner().estimate() / p / keys as f64);
+        random.push(by_row.inner().estimate() / p / keys as f64);
     }
     let t = seeds as f64;
     let stats = |ratios: &[f64], target: f64| {

@@ -902,7 +902,7 @@ impl Reachable for Shedder {
         let s = &mut self.0;
         match op {
             Shed::Observe(items) => items.iter().for_each(|&(v, _)| {
-                s.offer(v);
+                s.observe(v);
             }),
             Shed::MergeSelf(n) => {
                 for i in 0..*n {
@@ -965,9 +965,7 @@ fn estimators_answer_finitely_at_the_weight_limits() -> Result<(), TestCaseError
     assert_eq!((ht.kept(), ht.skipped()), (u64::MAX, u64::MAX));
     // The audit's example: merging a state with a copy of itself ~70 times overflowed.
     let mut shedder = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(0.5).expect("p"));
-    (0..10_u64).for_each(|i| {
-        shedder.offer(i);
-    });
+    (0..10_u64).for_each(|i| shedder.observe(i));
     let shedder = run(Shedder(shedder), &[Shed::MergeSelf(70)])?;
     assert_eq!(shedder.0.stats().offered, u64::MAX);
     Ok(())
@@ -1040,9 +1038,7 @@ fn controllers_recover_from_hostile_loads() {
 #[test]
 fn a_shedder_refuses_a_load_it_cannot_act_on_and_loses_no_count() -> Result<(), Box<dyn std::error::Error>> {
     let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(1.0, 0.9)?);
-    (0..3000_u64).for_each(|x| {
-        s.offer(x);
-    });
+    (0..3000_u64).for_each(|x| s.observe(x));
     // (The shedder counts the items offered itself: a load is judged with that count.)
     for hostile in hostile_loads().into_iter().filter(|l| Load { offered: 3000, ..*l }.validate().is_err()) {
         assert!(s.control(hostile).is_err(), "{hostile:?}");
@@ -1057,9 +1053,7 @@ fn a_shedder_refuses_a_load_it_cannot_act_on_and_loses_no_count() -> Result<(), 
 #[test]
 fn items_offered_in_no_time_are_refused_and_counted_later() -> Result<(), Box<dyn std::error::Error>> {
     let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(1.0, 0.9)?);
-    (0..3000_u64).for_each(|x| {
-        s.offer(x);
-    });
+    (0..3000_u64).for_each(|x| s.observe(x));
     let instant = Load { offered: 0, elapsed: 0.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 };
     assert_eq!(s.control(instant).err().map(|e| e.parameter()), Some("elapsed"));
     s.control(Load { elapsed: 1.0, ..instant })?;

@@ -5,9 +5,9 @@ use std::collections::VecDeque;
 
 use super::controller::{Load, RateController};
 use super::policy::RandomDrop;
-use super::shedder::LoadShedder;
+use super::shedder::{ItemsOnly, LoadShedder};
 use crate::core::random::Stream;
-use crate::core::{ConfigError, Operator, Weight};
+use crate::core::{ConfigError, Operator};
 
 /// One phase of the arrival process: Poisson arrivals at `rate` items per second for
 /// `duration` seconds.
@@ -108,8 +108,8 @@ impl Server {
     }
 }
 
-impl Operator<(f64, Weight)> for Server {
-    fn observe(&mut self, (arrival, _): (f64, Weight)) {
+impl Operator<f64> for Server {
+    fn observe(&mut self, arrival: f64) {
         let start = self.free_at.max(arrival);
         // Saturating: a cost of 10^308 s an item runs the server's clock past the floats.
         self.free_at = (start + self.cost).min(f64::MAX);
@@ -199,12 +199,12 @@ impl Simulation {
             latencies: Vec::new(),
             max_queue: 0,
         };
-        let mut shedder = LoadShedder::new(server, RandomDrop::new(self.seed ^ 0x5EED), controller);
+        let mut shedder = LoadShedder::unweighted(server, RandomDrop::new(self.seed ^ 0x5EED), controller);
         let mut arrivals = Stream::new(self.seed, 0);
         let mut series = Vec::new();
         let (mut now, mut next_tick, mut phase_end) = (0.0, self.tick, 0.0);
         let (mut offered_at_tick, mut kept_at_tick) = (0, 0);
-        let mut take_step = |shedder: &mut LoadShedder<Server, RandomDrop, C>, at: f64| {
+        let mut take_step = |shedder: &mut LoadShedder<Server, RandomDrop, C, ItemsOnly>, at: f64| {
             let queue_len = shedder.inner_mut().queue_at(at);
             let queue_delay = (shedder.inner().free_at - at).max(0.0);
             let stats = shedder.stats();
@@ -246,7 +246,7 @@ impl Simulation {
                     break;
                 }
                 now = arrival;
-                shedder.offer(arrival);
+                shedder.observe(arrival);
             }
         }
         let stats = shedder.stats();
