@@ -122,7 +122,7 @@ fn bench_observe(c: &mut Criterion) {
 }
 
 /// The Horvitz–Thompson estimator behind a shedder: what it costs per kept item to add a
-/// value and its weight to its sums (`observe`), to answer the mean (`mean`), and to merge.
+/// value and its weight to its sums (`observe_weighted`), to answer the mean (`mean`), and to merge.
 /// Weights `1/p` for p from 0.1 to 1, values from 0 to 1000.
 fn bench_horvitz_thompson(c: &mut Criterion) {
     let kept: Vec<(f64, Weight)> = items()[..1_000_000]
@@ -134,12 +134,12 @@ fn bench_horvitz_thompson(c: &mut Criterion) {
     g.bench_function("observe", |b| {
         b.iter(|| {
             let mut ht = HorvitzThompson::new();
-            kept.iter().for_each(|&(v, w)| ht.observe(v, w));
+            kept.iter().for_each(|&(v, w)| ht.observe_weighted(v, w));
             ht
         });
     });
     let mut full = HorvitzThompson::new();
-    kept.iter().for_each(|&(v, w)| full.observe(v, w));
+    kept.iter().for_each(|&(v, w)| full.observe_weighted(v, w));
     g.throughput(Throughput::Elements(1));
     g.bench_function("mean", |b| b.iter(|| black_box(&full).mean()));
     g.bench_function("merge", |b| {

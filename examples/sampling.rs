@@ -652,7 +652,7 @@ fn semantic() -> Result<Csv, Box<dyn Error>> {
         let mut kept_values = Vec::new();
         for &v in &values {
             if let Some(w) = policy.decide(&v, p) {
-                ht.observe(v, w);
+                ht.observe_weighted(v, w);
                 kept_values.push(v);
             }
         }

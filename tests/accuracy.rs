@@ -1143,7 +1143,7 @@ fn weighted_reservoir_inclusions_match_ppswor() {
     let items: Vec<(usize, Weight)> = weights.iter().enumerate().map(|(i, &w)| (i, Weight::new(w).unwrap())).collect();
     for t in 0..trials {
         let mut r = WeightedReservoir::new(k, 0x3E16_0000 + t).unwrap();
-        items.iter().for_each(|&(i, w)| r.observe(i, w));
+        items.iter().for_each(|&(i, w)| r.observe_weighted(i, w));
         one.add(&r.into_vec().into_iter().map(|(i, _)| i).collect::<Vec<_>>());
 
         let mut whole = WeightedReservoir::new(k, 0x4E16_0000 + t).unwrap();
@@ -1152,7 +1152,7 @@ fn weighted_reservoir_inclusions_match_ppswor() {
             .enumerate()
             .map(|(index, range)| {
                 let mut part = whole.empty_part(index as u64);
-                items[range].iter().for_each(|&(i, w)| part.observe(i, w));
+                items[range].iter().for_each(|&(i, w)| part.observe_weighted(i, w));
                 part
             })
             .collect();
@@ -1174,7 +1174,7 @@ fn reservoir_draws_few_random_numbers() {
     r.observe_all(0..n);
     assert!((r.random_draws() as f64) <= bound, "{} draws, bound {bound:.0}", r.random_draws());
     let mut w = WeightedReservoir::new(k, 1).unwrap();
-    (0..n / 10).for_each(|i| w.observe(i, Weight::ONE));
+    (0..n / 10).for_each(|i| w.observe_weighted(i, Weight::ONE));
     let bound = 3.0 * k as f64 * (1.0 + (n as f64 / 10.0 / k as f64).ln()) + 10.0;
     assert!((w.random_draws() as f64) <= bound, "weighted: {} draws, bound {bound:.0}", w.random_draws());
 }
@@ -1197,7 +1197,7 @@ fn priority_subset_sums_are_unbiased_with_unbiased_variance() {
     let mut covered = 0;
     for seed in 0..seeds {
         let mut p = PrioritySample::new(k, 0x9000 + seed).unwrap();
-        (0..n).for_each(|i| p.observe(i, Weight::new(weights[i as usize]).unwrap()));
+        (0..n).for_each(|i| p.observe_weighted(i, Weight::new(weights[i as usize]).unwrap()));
         let e = p.subset_sum(in_subset);
         covered += u64::from(e.bounds(Confidence::TwoSigma).contains(truth));
         values.push(e.value);
@@ -1272,7 +1272,7 @@ fn horvitz_thompson_is_unbiased_and_covers_while_p_changes() {
         for (i, &v) in values.iter().enumerate() {
             let p = [0.1, 0.5, 0.9][(i / 1000) % 3];
             if let Some(w) = policy.decide(&v, p) {
-                ht.observe(v, w);
+                ht.observe_weighted(v, w);
             }
         }
         for (k, (estimate, truth)) in

@@ -779,13 +779,13 @@ mod sampling {
                                             pairs in prop::collection::vec((any::<u64>(), 0.001_f64..1e6), 0..400)) {
             let pairs: Vec<(u64, Weight)> = pairs.into_iter().map(|(x, w)| (x, Weight::new(w).unwrap())).collect();
             let mut one = WeightedReservoir::new(capacity, seed).unwrap();
-            pairs.iter().for_each(|&(x, w)| one.observe(x, w));
+            pairs.iter().for_each(|&(x, w)| one.observe_weighted(x, w));
             let mut batch = WeightedReservoir::new(capacity, seed).unwrap();
             batch.observe_all(pairs.iter().copied());
             prop_assert_eq!(&batch, &one);
             prop_assert_eq!(batch.random_draws(), one.random_draws());
             let mut one = PrioritySample::new(capacity, seed).unwrap();
-            pairs.iter().for_each(|&(x, w)| one.observe(x, w));
+            pairs.iter().for_each(|&(x, w)| one.observe_weighted(x, w));
             let mut batch = PrioritySample::new(capacity, seed).unwrap();
             batch.observe_all(pairs.iter().copied());
             prop_assert_eq!(&batch, &one);
@@ -796,7 +796,7 @@ mod sampling {
             let whole = WeightedReservoir::new(capacity, 3).unwrap();
             let [a, b, c] = [(0, a), (1, b), (2, c)].map(|(i, items)| {
                 let mut r = whole.empty_part(i);
-                items.iter().for_each(|&x| r.observe(x, Weight::new(1.0 + (x % 100) as f64).unwrap()));
+                items.iter().for_each(|&x| r.observe_weighted(x, Weight::new(1.0 + (x % 100) as f64).unwrap()));
                 r
             });
             let content = |r: &WeightedReservoir<u64>| (r.clone().into_vec(), r.seen());
@@ -815,7 +815,7 @@ mod sampling {
             let whole = PrioritySample::new(capacity, 5).unwrap();
             let [a, b, c] = [(0, a), (1, b), (2, c)].map(|(i, items)| {
                 let mut r = whole.empty_part(i);
-                items.iter().for_each(|&x| r.observe(x, Weight::new(1.0 + (x % 100) as f64).unwrap()));
+                items.iter().for_each(|&x| r.observe_weighted(x, Weight::new(1.0 + (x % 100) as f64).unwrap()));
                 r
             });
             let sums = |p: &PrioritySample<u64>| {
@@ -855,10 +855,10 @@ mod sampling {
         assert_eq!(r.merge(&Reservoir::new(11, 9)?).map_err(|e| e.parameter()), Err("capacity"));
 
         let mut w = WeightedReservoir::new(3, 1)?;
-        w.observe(1_u64, Weight::ONE);
+        w.observe_weighted(1_u64, Weight::ONE);
         assert_eq!(w.merge(&w.clone()).map_err(|e| e.parameter()), Err("random stream"));
         let mut p = PrioritySample::new(3, 1)?;
-        p.observe(1_u64, Weight::ONE);
+        p.observe_weighted(1_u64, Weight::ONE);
         assert_eq!(p.merge(&p.clone()).map_err(|e| e.parameter()), Err("random stream"));
         Ok(())
     }
@@ -936,7 +936,7 @@ mod shedding {
                                           c in prop::collection::vec((0.0_f64..1e3, 1.0_f64..100.0), 0..50)) {
             let of = |pairs: &[(f64, f64)]| {
                 let mut ht = HorvitzThompson::new();
-                pairs.iter().for_each(|&(v, w)| ht.observe(v, Weight::new(w).unwrap()));
+                pairs.iter().for_each(|&(v, w)| ht.observe_weighted(v, Weight::new(w).unwrap()));
                 ht
             };
             let (a, b, c) = (of(&a), of(&b), of(&c));

@@ -741,12 +741,12 @@ sampler_subject!(Reservoir<u64>, |s, item, _w| s.observe(item), |a| {
     out.extend(sorted(a.iter().map(|&i| [(i >> 11) as f64, 0.0, 0.0]).collect()));
     out
 });
-sampler_subject!(WeightedReservoir<u64>, |s, item, w| s.observe(item, w), |a| {
+sampler_subject!(WeightedReservoir<u64>, |s, item, w| s.observe_weighted(item, w), |a| {
     let mut out = vec![a.seen() as f64, a.len() as f64, a.total_weight()];
     out.extend(sorted(a.iter().map(|&(i, w)| [(i >> 11) as f64, w, 0.0]).collect()));
     out
 });
-sampler_subject!(PrioritySample<u64>, |s, item, w| s.observe(item, w), |a| {
+sampler_subject!(PrioritySample<u64>, |s, item, w| s.observe_weighted(item, w), |a| {
     let mut out = vec![a.seen() as f64, a.total_weight(), a.threshold()];
     for subset in [a.subset_sum(|_| true), a.subset_sum(|i| i % 2 == 0)] {
         out.extend([subset.value, subset.variance, subset.standard_error()]);
@@ -860,7 +860,7 @@ impl Reachable for HorvitzThompson {
 
     fn apply(&mut self, op: &Shed) {
         match op {
-            Shed::Observe(items) => items.iter().for_each(|&(v, w)| self.observe(v, w)),
+            Shed::Observe(items) => items.iter().for_each(|&(v, w)| self.observe_weighted(v, w)),
             Shed::MergeSelf(n) => merge_self_times(self, *n),
             Shed::IntoEmpty => {
                 into_empty(self);

@@ -540,8 +540,8 @@ value_as_f64!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 /// use synopses::shedding::HorvitzThompson;
 ///
 /// let mut ht = HorvitzThompson::new();
-/// ht.observe(10.0, Weight::new(4.0)?); // kept with probability 1/4: stands for 4 items
-/// ht.observe(20.0, Weight::new(2.0)?);
+/// ht.observe_weighted(10.0, Weight::new(4.0)?); // kept with probability 1/4: stands for 4 items
+/// ht.observe_weighted(20.0, Weight::new(2.0)?);
 /// assert_eq!(ht.count().value, 6.0);
 /// assert_eq!(ht.sum().value, 80.0);
 /// assert_eq!(ht.sum().variance, 4.0 * 3.0 * 100.0 + 2.0 * 1.0 * 400.0);
@@ -655,12 +655,12 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(2.0, Weight::ONE);
-    /// ht.observe(f64::NAN, Weight::ONE);
+    /// ht.observe_weighted(2.0, Weight::ONE);
+    /// ht.observe_weighted(f64::NAN, Weight::ONE);
     /// assert_eq!((ht.sum().value, ht.kept(), ht.skipped()), (2.0, 1, 1));
     /// ```
     #[inline]
-    pub fn observe(&mut self, value: f64, weight: Weight) {
+    pub fn observe_weighted(&mut self, value: f64, weight: Weight) {
         if !value.is_finite() {
             self.skipped = self.skipped.saturating_add(1);
             return;
@@ -691,7 +691,7 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(1.0, Weight::new(10.0)?);
+    /// ht.observe_weighted(1.0, Weight::new(10.0)?);
     /// assert_eq!(ht.kept(), 1);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -707,7 +707,7 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(f64::INFINITY, Weight::new(10.0)?);
+    /// ht.observe_weighted(f64::INFINITY, Weight::new(10.0)?);
     /// assert_eq!((ht.skipped(), ht.count().value), (1, 0.0));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -722,7 +722,7 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(1.0, Weight::new(10.0)?);
+    /// ht.observe_weighted(1.0, Weight::new(10.0)?);
     /// assert_eq!(ht.count().value, 10.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -737,7 +737,7 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(3.0, Weight::new(10.0)?);
+    /// ht.observe_weighted(3.0, Weight::new(10.0)?);
     /// assert_eq!(ht.sum().value, 30.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -754,12 +754,12 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(3.0, Weight::new(10.0)?);
-    /// ht.observe(5.0, Weight::new(10.0)?);
+    /// ht.observe_weighted(3.0, Weight::new(10.0)?);
+    /// ht.observe_weighted(5.0, Weight::new(10.0)?);
     /// assert_eq!(ht.mean().value, 4.0);
     /// let mut huge = HorvitzThompson::new();
-    /// huge.observe(f64::MAX, Weight::new(f64::MAX)?);
-    /// huge.observe(f64::MAX, Weight::new(f64::MAX)?);
+    /// huge.observe_weighted(f64::MAX, Weight::new(f64::MAX)?);
+    /// huge.observe_weighted(f64::MAX, Weight::new(f64::MAX)?);
     /// assert_eq!(huge.mean().value, f64::MAX);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -793,7 +793,7 @@ impl HorvitzThompson {
 
 impl<T: Value> Operator<(T, Weight)> for HorvitzThompson {
     fn observe(&mut self, (item, weight): (T, Weight)) {
-        HorvitzThompson::observe(self, item.value(), weight);
+        HorvitzThompson::observe_weighted(self, item.value(), weight);
     }
 }
 
@@ -828,7 +828,7 @@ mod tests {
         let (mut n, mut s, mut v) = (0.0, 0.0, 0.0);
         for i in 0..1000 {
             let (y, w) = (f64::from(i % 17) - 3.5, 1.0 + f64::from(i % 5) * 0.7);
-            ht.observe(y, weight(w));
+            ht.observe_weighted(y, weight(w));
             n += w;
             s += w * y;
             v += w * (w - 1.0) * y * y;
@@ -842,11 +842,11 @@ mod tests {
         // (An outside review's example: one scale for all the sums would have taken the
         // variance of these thousand items below the subnormals.)
         let mut ht = HorvitzThompson::new();
-        (0..1000).for_each(|_| ht.observe(100.0, weight(2.0)));
-        ht.observe(0.0, weight(f64::MAX));
+        (0..1000).for_each(|_| ht.observe_weighted(100.0, weight(2.0)));
+        ht.observe_weighted(0.0, weight(f64::MAX));
         assert_eq!(ht.sum().variance, 2e7);
         assert_eq!(ht.sum().value, 2e5);
-        ht.observe(1e300, Weight::ONE);
+        ht.observe_weighted(1e300, Weight::ONE);
         assert_eq!(ht.sum().variance, 2e7);
         assert_eq!(ht.count().value, f64::MAX);
     }
@@ -854,19 +854,19 @@ mod tests {
     #[test]
     fn extreme_items_rescale_and_keep_their_means() {
         let mut ht = HorvitzThompson::new();
-        ht.observe(f64::MAX, weight(f64::MAX));
-        ht.observe(-f64::MAX, weight(f64::MAX));
+        ht.observe_weighted(f64::MAX, weight(f64::MAX));
+        ht.observe_weighted(-f64::MAX, weight(f64::MAX));
         assert_eq!(ht.mean().value, 0.0);
         assert_eq!(ht.count().value, f64::MAX);
         // A thousand light items beside one of weight 2^300: the mean is the heavy one's.
         let mut mixed = HorvitzThompson::new();
-        (0..1000).for_each(|_| mixed.observe(1.0, Weight::ONE));
-        mixed.observe(3.0, weight(2f64.powi(300)));
+        (0..1000).for_each(|_| mixed.observe_weighted(1.0, Weight::ONE));
+        mixed.observe_weighted(3.0, weight(2f64.powi(300)));
         assert_eq!(mixed.mean().value, 3.0);
         assert_eq!(mixed.count().value, 2f64.powi(300));
         // Merging rescales to the larger scale, and self-merges never overflow.
         let mut merged = HorvitzThompson::new();
-        merged.observe(2.0, weight(4.0));
+        merged.observe_weighted(2.0, weight(4.0));
         merged.merge(&mixed).expect("estimators merge");
         assert_eq!(merged.mean().value, 3.0);
         for _ in 0..3000 {
