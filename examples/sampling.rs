@@ -48,8 +48,8 @@ use synopses::cardinality::HyperLogLog;
 use synopses::core::{Confidence, Estimate, Mergeable, Weight};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use synopses::shedding::{
-    DropPolicy, FixedRate, Headroom, HorvitzThompson, KeyHashDrop, Load, LoadShedder, Phase, PiController, RandomDrop,
-    RateController, Report, SemanticDrop, Simulation,
+    DropPolicy, FixedRate, Headroom, HorvitzThompson, KeyHashDrop, Load, LoadShedder, Phase, PiController, PiGains,
+    RandomDrop, RateController, Report, SemanticDrop, Simulation,
 };
 
 /// Sebastiano Vigna's splitmix64: a tiny, seeded generator for populations and split points.
@@ -869,8 +869,10 @@ fn overload(seeds: usize) -> Result<Vec<Csv>, Box<dyn Error>> {
     let controllers: [(&str, Run); 4] = [
         ("no shedding", |sim| Ok(sim.run(FixedRate::new(1.0)?))),
         ("fixed p = 0.3", |sim| Ok(sim.run(FixedRate::new(0.3)?))),
-        ("headroom H = 0.9", |sim| Ok(sim.run(Headroom::new(1.0, HEADROOM)?))),
-        ("PI on delay (20 ms)", |sim| Ok(sim.run(PiController::new(0.02, 0.3, 5.0)?))),
+        ("headroom H = 0.9", |sim| Ok(sim.run(Headroom::new(HEADROOM)?))),
+        ("PI on delay (20 ms)", |sim| {
+            Ok(sim.run(PiController::new(0.02, PiGains { proportional: 0.3, integral: 5.0 })?))
+        }),
     ];
     let mut series =
         Csv::new("overload_series.csv", "controller,time,queue_len,keep_probability,offered_rate,kept_rate");
@@ -903,7 +905,7 @@ fn overload(seeds: usize) -> Result<Vec<Csv>, Box<dyn Error>> {
         let mut runs = Vec::new();
         for s in 0..seeds as u64 {
             let seed = MAIN_SEED + s;
-            let sim = Simulation::new(phases.clone(), COST, TICK, seed)?;
+            let sim = Simulation::new(phases.clone(), COST, seed)?.with_tick(TICK)?;
             let report = run(&sim)?;
             let steady: Vec<_> =
                 report.series.iter().filter(|x| x.time > STEADY.0 && x.time <= STEADY.1 + 1e-9).collect();

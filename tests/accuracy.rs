@@ -1369,13 +1369,13 @@ fn headroom_controller_bounds_queue_and_latency_under_a_burst() {
         Phase { duration: burst, rate: lambda },
         Phase { duration: 2.0, rate: 500.0 },
     ];
-    let sim = Simulation::new(phases, cost, tick, 2024).unwrap();
+    let sim = Simulation::new(phases, cost, 2024).unwrap().with_tick(tick).unwrap();
 
     let unprotected = sim.run(FixedRate::new(1.0).unwrap());
     let growth = (lambda - capacity) * burst - 3.0 * (lambda * burst).sqrt();
     assert!(unprotected.max_queue as f64 >= growth, "without shedding: max queue {}", unprotected.max_queue);
 
-    let protected = sim.run(Headroom::new(1.0, headroom).unwrap());
+    let protected = sim.run(Headroom::new(headroom).unwrap());
     // θ = 0.9·(e^θ − 1) at θ ≈ 0.207; 0.2 keeps the bounds on the safe side, covering the
     // exact M/D/1 tail's factor of about 1.15 in front of e^(−θn).
     let theta = 0.2;

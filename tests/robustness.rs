@@ -2079,7 +2079,7 @@ fn hh_invalid_parameters_are_config_errors() -> TestResult {
 mod shedding_input {
     use super::*;
     use synopses::shedding::{
-        DropPolicy, FixedRate, Headroom, KeyHashDrop, Load, Phase, PiController, RandomDrop, RateController,
+        DropPolicy, FixedRate, Headroom, KeyHashDrop, Load, Phase, PiController, PiGains, RandomDrop, RateController,
         SemanticDrop, Simulation,
     };
 
@@ -2108,8 +2108,8 @@ mod shedding_input {
         #[test]
         fn controllers_take_any_load(offered in any::<u64>(), elapsed in any::<f64>(), queue in any::<u64>(), cost in any::<f64>(), delay in any::<f64>()) {
             let load = Load { offered, elapsed, queue_len: queue, cost_per_item: cost, queue_delay: delay };
-            let mut headroom = Headroom::new(1.0, 0.9).unwrap();
-            let mut pi = PiController::new(0.05, 0.2, 2.0).unwrap();
+            let mut headroom = Headroom::new(0.9).unwrap();
+            let mut pi = PiController::new(0.05, PiGains { proportional: 0.2, integral: 2.0 }).unwrap();
             for _ in 0..3 {
                 headroom.update(&load);
                 pi.update(&load);
@@ -2125,27 +2125,35 @@ mod shedding_input {
         for p in [0.0, -0.1, 1.5, f64::NAN] {
             assert_eq!(FixedRate::new(p).map_err(|e| e.parameter()).err(), Some("keep_probability"));
         }
-        assert_eq!(Headroom::new(0.0, 0.9).map_err(|e| e.parameter()).err(), Some("capacity"));
-        assert_eq!(Headroom::new(f64::INFINITY, 0.9).map_err(|e| e.parameter()).err(), Some("capacity"));
-        assert_eq!(Headroom::new(1.0, 1.1).map_err(|e| e.parameter()).err(), Some("headroom"));
-        let h = Headroom::new(1.0, 0.9).expect("valid");
+        let h = Headroom::new(0.9).expect("valid");
+        assert_eq!(h.with_capacity(0.0).map_err(|e| e.parameter()).err(), Some("capacity"));
+        assert_eq!(h.with_capacity(f64::INFINITY).map_err(|e| e.parameter()).err(), Some("capacity"));
+        assert_eq!(Headroom::new(1.1).map_err(|e| e.parameter()).err(), Some("headroom"));
         assert_eq!(h.with_drain_time(-1.0).map_err(|e| e.parameter()).err(), Some("drain_time"));
         assert_eq!(h.with_smoothing(0.0).map_err(|e| e.parameter()).err(), Some("smoothing"));
-        assert_eq!(PiController::new(0.05, f64::NAN, 1.0).map_err(|e| e.parameter()).err(), Some("proportional"));
-        assert_eq!(PiController::new(0.05, 1.0, -1.0).map_err(|e| e.parameter()).err(), Some("integral"));
+        let gains = |proportional, integral| PiGains { proportional, integral };
+        assert_eq!(
+            PiController::new(0.05, gains(f64::NAN, 1.0)).map_err(|e| e.parameter()).err(),
+            Some("proportional")
+        );
+        assert_eq!(PiController::new(0.05, gains(1.0, -1.0)).map_err(|e| e.parameter()).err(), Some("integral"));
         let phase = |duration, rate| Phase { duration, rate };
         for (phases, cost, tick, parameter) in [
             (vec![phase(-1.0, 1.0)], 0.001, 0.01, "duration"),
+            (vec![phase(f64::MAX, 0.0), phase(f64::MAX, 0.0)], 0.001, 0.01, "duration"),
             (vec![phase(1.0, f64::NAN)], 0.001, 0.01, "rate"),
             (vec![phase(1e9, 1e9)], 0.001, 0.01, "phases"),
             (vec![phase(1.0, 1.0)], 0.0, 0.01, "cost_per_item"),
             (vec![phase(1.0, 1.0)], 0.001, 0.0, "tick"),
             (vec![phase(1e6, 1.0)], 0.001, 1e-6, "tick"),
         ] {
-            assert_eq!(Simulation::new(phases, cost, tick, 0).map_err(|e| e.parameter()).err(), Some(parameter));
+            let sim = Simulation::new(phases, cost, 0).and_then(|sim| sim.with_tick(tick));
+            assert_eq!(sim.map_err(|e| e.parameter()).err(), Some(parameter));
         }
         // An empty or idle simulation runs and reports nothing.
-        let idle = Simulation::new(vec![phase(1.0, 0.0)], 0.001, 0.1, 0)
+        let idle = Simulation::new(vec![phase(1.0, 0.0)], 0.001, 0)
+            .expect("valid")
+            .with_tick(0.1)
             .expect("valid")
             .run(FixedRate::new(1.0).expect("valid"));
         assert_eq!((idle.offered, idle.max_queue, idle.latency_p99), (0, 0, 0.0));
@@ -2159,19 +2167,23 @@ mod review_regressions {
     use std::rc::Rc;
     use synopses::core::Operator;
     use synopses::shedding::{
-        DropPolicy, FixedRate, Load, Phase, PiController, RateController, SemanticDrop, ShedStats, Simulation,
+        DropPolicy, FixedRate, Load, Phase, PiController, PiGains, RateController, SemanticDrop, ShedStats, Simulation,
     };
 
     #[test]
     fn a_phase_shorter_than_the_clock_resolution_ends() {
         let phases = vec![Phase { duration: 1.0, rate: 10.0 }, Phase { duration: 1e-300, rate: 1e300 }];
-        let report = Simulation::new(phases, 0.001, 0.1, 1).expect("valid").run(FixedRate::new(1.0).expect("valid"));
+        let report = Simulation::new(phases, 0.001, 1)
+            .expect("valid")
+            .with_tick(0.1)
+            .expect("valid")
+            .run(FixedRate::new(1.0).expect("valid"));
         assert!(report.offered < 1000, "{} arrivals", report.offered);
     }
 
     #[test]
     fn a_pi_controller_never_takes_a_nan_step() {
-        let mut pi = PiController::new(0.05, 0.2, 2.0).expect("valid");
+        let mut pi = PiController::new(0.05, PiGains { proportional: 0.2, integral: 2.0 }).expect("valid");
         let load = Load { offered: 1, elapsed: f64::INFINITY, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.05 };
         pi.update(&load);
         assert_eq!(pi.keep_probability(), 1.0);

@@ -62,6 +62,7 @@ impl<T> PrioritySample<T> {
     /// assert_eq!(PrioritySample::<u8>::new(3, 0)?.capacity(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn capacity(&self) -> usize {
         self.state.sample.capacity() - 1
     }
@@ -73,6 +74,7 @@ impl<T> PrioritySample<T> {
     /// assert_eq!(PrioritySample::<u8>::new(3, 9)?.seed(), 9);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.state.seed
     }
@@ -87,6 +89,7 @@ impl<T> PrioritySample<T> {
     /// assert_eq!(p.seen(), 10);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seen(&self) -> u64 {
         self.state.seen
     }
@@ -101,6 +104,7 @@ impl<T> PrioritySample<T> {
     /// assert_eq!(p.total_weight(), 2.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn total_weight(&self) -> f64 {
         self.total_weight
     }
@@ -119,6 +123,7 @@ impl<T> PrioritySample<T> {
     /// assert!(p.threshold() > 1.0); // a priority w/U is above the weight
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn threshold(&self) -> f64 {
         // A key can be as small as 0 (a weight near `f64::MAX`): τ saturates there.
         self.state.sample.threshold().map_or(0.0, |key| (1.0 / key).min(f64::MAX))
@@ -188,6 +193,7 @@ impl<T> PrioritySample<T> {
     /// assert_eq!(p.subset_sum(|&i| i < 2), synopses::core::Estimate { value: 20.0, variance: 0.0 });
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn subset_sum(&self, mut predicate: impl FnMut(&T) -> bool) -> Estimate {
         let tau = self.threshold();
         let (mut value, mut variance) = (0.0, 0.0);
@@ -213,6 +219,7 @@ impl<T> PrioritySample<T> {
     /// assert_eq!(p.random_draws(), 10);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn random_draws(&self) -> u64 {
         self.state.rng.draws()
     }
@@ -306,6 +313,7 @@ impl<T> PrioritySample<T> {
     /// assert!(p.size_in_bytes() >= 11 * 24);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.state.entry_bytes()
     }
@@ -390,6 +398,12 @@ impl<T> Operator<(T, Weight)> for PrioritySample<T> {
 impl<'a, T: Clone> Operator<&'a (T, Weight)> for PrioritySample<T> {
     fn observe(&mut self, (item, weight): &'a (T, Weight)) {
         PrioritySample::observe_weighted(self, item.clone(), *weight);
+    }
+}
+
+impl<T> Extend<(T, Weight)> for PrioritySample<T> {
+    fn extend<I: IntoIterator<Item = (T, Weight)>>(&mut self, items: I) {
+        PrioritySample::observe_all(self, items);
     }
 }
 

@@ -59,6 +59,7 @@ impl<T> WeightedReservoir<T> {
     /// assert_eq!(WeightedReservoir::<u8>::new(3, 0)?.capacity(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn capacity(&self) -> usize {
         self.state.sample.capacity()
     }
@@ -70,6 +71,7 @@ impl<T> WeightedReservoir<T> {
     /// assert_eq!(WeightedReservoir::<u8>::new(3, 9)?.seed(), 9);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.state.seed
     }
@@ -84,6 +86,7 @@ impl<T> WeightedReservoir<T> {
     /// assert_eq!(r.seen(), 10);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seen(&self) -> u64 {
         self.state.seen
     }
@@ -99,6 +102,7 @@ impl<T> WeightedReservoir<T> {
     /// assert_eq!(r.total_weight(), 3.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn total_weight(&self) -> f64 {
         self.total_weight
     }
@@ -113,6 +117,7 @@ impl<T> WeightedReservoir<T> {
     /// assert_eq!(r.len(), 1);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn len(&self) -> usize {
         self.state.sample.len()
     }
@@ -124,6 +129,7 @@ impl<T> WeightedReservoir<T> {
     /// assert!(WeightedReservoir::<u8>::new(3, 0)?.is_empty());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -153,6 +159,7 @@ impl<T> WeightedReservoir<T> {
     /// assert_eq!(r.into_vec(), vec![("a", 1.0)]);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn into_vec(self) -> Vec<(T, f64)> {
         self.state.sample.into_sorted_items()
     }
@@ -168,6 +175,7 @@ impl<T> WeightedReservoir<T> {
     /// assert!(r.random_draws() < 3 * 10 * (1 + 10)); // far fewer than 100 000
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn random_draws(&self) -> u64 {
         self.state.rng.draws()
     }
@@ -295,6 +303,7 @@ impl<T> WeightedReservoir<T> {
     /// assert!(r.size_in_bytes() >= 10 * 24);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.state.entry_bytes()
     }
@@ -391,6 +400,12 @@ impl<T> Operator<(T, Weight)> for WeightedReservoir<T> {
 impl<'a, T: Clone> Operator<&'a (T, Weight)> for WeightedReservoir<T> {
     fn observe(&mut self, (item, weight): &'a (T, Weight)) {
         WeightedReservoir::observe_weighted(self, item.clone(), *weight);
+    }
+}
+
+impl<T> Extend<(T, Weight)> for WeightedReservoir<T> {
+    fn extend<I: IntoIterator<Item = (T, Weight)>>(&mut self, items: I) {
+        WeightedReservoir::observe_all(self, items);
     }
 }
 

@@ -131,7 +131,7 @@ mod policy;
 mod shedder;
 mod simulator;
 
-pub use controller::{FixedRate, Headroom, Load, MIN_KEEP_PROBABILITY, PiController, RateController};
+pub use controller::{FixedRate, Headroom, Load, MIN_KEEP_PROBABILITY, PiController, PiGains, RateController};
 pub use policy::{DropPolicy, KeyHashDrop, PartPolicy, RandomDrop, SemanticDrop};
 pub use shedder::{Forward, HorvitzThompson, ItemsOnly, LoadShedder, ShedStats, Value, WithWeights};
 pub use simulator::{Phase, Report, Simulation, Snapshot};

@@ -322,7 +322,7 @@ impl<O, P, C: RateController, F> LoadShedder<O, P, C, F> {
     /// ```
     /// use synopses::shedding::{Headroom, HorvitzThompson, Load, LoadShedder, RandomDrop};
     ///
-    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(1.0, 0.9)?);
+    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(0.9)?);
     /// for x in 0..3000_u64 {
     ///     s.observe(x);
     /// }
@@ -402,6 +402,7 @@ impl<O, P, C: RateController, F> LoadShedder<O, P, C, F> {
     /// # let _ = ht;
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn into_inner(self) -> O {
         self.inner
     }
