@@ -37,8 +37,8 @@
 //!   (`seq::index::sample`: a partial Fisher–Yates over an index vector of all `n` at 10^5,
 //!   rejection sampling into a hash set at 10^6 and 10^7), then copies the `k` items: the
 //!   floor of any exact sampler, but neither streaming nor mergeable.
-//! - `weighted/observe/1e7_k1000`: `WeightedReservoir::observe(x, w)` over the pairs, and
-//!   `priority/observe/1e7_k1000`: `PrioritySample::observe(x, w)` over the same pairs; the
+//! - `weighted/observe/1e7_k1000`: `WeightedReservoir::observe_weighted(x, w)` over the pairs, and
+//!   `priority/observe/1e7_k1000`: `PrioritySample::observe_weighted(x, w)` over the same pairs; the
 //!   `synopses_observe_all` lines time their batch entry point over the same pairs.
 //! - `{reservoir,weighted,priority}/merge/k1000`: merge a sampler of the second 5·10^6 items
 //!   into a clone (made in setup, untimed) of a sampler of the first 5·10^6. The `synopses`
@@ -554,7 +554,8 @@ fn bench_weighted(c: &mut Criterion) {
     let mut g = big_group(c, "weighted/observe");
     g.throughput(Throughput::Elements(N as u64));
     let input = || black_box(pairs);
-    let run = |s: &mut WeightedReservoir<u64>, ps: &[(u64, Weight)]| ps.iter().for_each(|&(x, w)| s.observe(x, w));
+    let run =
+        |s: &mut WeightedReservoir<u64>, ps: &[(u64, Weight)]| ps.iter().for_each(|&(x, w)| s.observe_weighted(x, w));
     let check = |s: &WeightedReservoir<u64>| expect.check("synopses", &s.iter().copied().collect::<Vec<_>>());
     sampler_case(&mut g, BenchmarkId::new(CFG, "synopses"), &input, syn_weighted, run, check);
     let run = |s: &mut WeightedReservoir<u64>, ps: &[(u64, Weight)]| s.observe_all(ps.iter().copied());
@@ -571,7 +572,8 @@ fn bench_weighted(c: &mut Criterion) {
     eprintln!("priority/observe/{CFG}: the same items and weights; subset sums:");
     let mut g = big_group(c, "priority/observe");
     g.throughput(Throughput::Elements(N as u64));
-    let run = |s: &mut PrioritySample<u64>, ps: &[(u64, Weight)]| ps.iter().for_each(|&(x, w)| s.observe(x, w));
+    let run =
+        |s: &mut PrioritySample<u64>, ps: &[(u64, Weight)]| ps.iter().for_each(|&(x, w)| s.observe_weighted(x, w));
     let check = |s: &PrioritySample<u64>| priority_check("synopses", s, pairs);
     sampler_case(&mut g, BenchmarkId::new(CFG, "synopses"), &input, syn_priority, run, check);
     let run = |s: &mut PrioritySample<u64>, ps: &[(u64, Weight)]| s.observe_all(ps.iter().copied());
@@ -613,7 +615,7 @@ fn bench_merge(c: &mut Criterion) {
     let proto = syn_weighted();
     let fill = |items: &[(u64, Weight)], part| {
         let mut s = proto.empty_part(part);
-        items.iter().for_each(|&(x, w)| s.observe(x, w));
+        items.iter().for_each(|&(x, w)| s.observe_weighted(x, w));
         s
     };
     let (left, right) = (fill(l, 0), fill(r, 1));
@@ -628,7 +630,7 @@ fn bench_merge(c: &mut Criterion) {
     let proto = syn_priority();
     let fill = |items: &[(u64, Weight)], part| {
         let mut s = proto.empty_part(part);
-        items.iter().for_each(|&(x, w)| s.observe(x, w));
+        items.iter().for_each(|&(x, w)| s.observe_weighted(x, w));
         s
     };
     let (left, right) = (fill(l, 0), fill(r, 1));

@@ -12,12 +12,12 @@
 //! Throughput is `N` elements: time / `N` is ns per offered item. The goal: under
 //! 2 ns per offered item at p = 0.1, 0.5 and 0.9.
 //!
-//! - `offer`: `LoadShedder::offer` per item, with `RandomDrop` (geometric runs) and
+//! - `observe`: `LoadShedder::observe` per item, with `RandomDrop` (geometric runs) and
 //!   `KeyHashDrop` (one xxh3 per item).
 //! - `random_slice_horvitz_thompson`: the batch path in front of a Horvitz–Thompson
 //!   estimator, what a shedder that estimates sums costs per offered item.
 //! - `horvitz_thompson`: the estimator's cost per kept item, its mean and its merge.
-//! - `random_slice`, `key_hash_slice`: `LoadShedder::offer_slice` over the whole slice, the
+//! - `random_slice`, `key_hash_slice`: `LoadShedder::observe_slice` over the whole slice, the
 //!   batch path: the random policy passes over runs of drops (or decides 64 items per few
 //!   random words) without reading them; the key-hash policy hashes 64 items into a list of
 //!   the kept ones without a branch.
@@ -56,9 +56,9 @@ impl Operator<(u64, Weight)> for Tally {
     }
 }
 
-fn bench_offer(c: &mut Criterion) {
+fn bench_observe(c: &mut Criterion) {
     let items = items();
-    let mut g = big_group(c, "shedding/offer");
+    let mut g = big_group(c, "shedding/observe");
     g.throughput(Throughput::Elements(N as u64));
     g.bench_function("floor", |b| b.iter(|| black_box(items).iter().fold(0_u64, |acc, &x| acc.wrapping_add(x))));
     for p in PROBABILITIES {
@@ -68,7 +68,7 @@ fn bench_offer(c: &mut Criterion) {
                 || LoadShedder::new(Tally::default(), RandomDrop::new(7), fixed),
                 |mut s| {
                     for &x in items {
-                        s.offer(x);
+                        s.observe(x);
                     }
                     s
                 },
@@ -80,7 +80,7 @@ fn bench_offer(c: &mut Criterion) {
                 || LoadShedder::new(Tally::default(), KeyHashDrop::new(), fixed),
                 |mut s| {
                     for &x in items {
-                        s.offer(x);
+                        s.observe(x);
                     }
                     s
                 },
@@ -91,7 +91,7 @@ fn bench_offer(c: &mut Criterion) {
             b.iter_batched(
                 || LoadShedder::new(Tally::default(), RandomDrop::new(7), fixed),
                 |mut s| {
-                    s.offer_slice(items);
+                    s.observe_slice(items);
                     s
                 },
                 BatchSize::LargeInput,
@@ -101,7 +101,7 @@ fn bench_offer(c: &mut Criterion) {
             b.iter_batched(
                 || LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(7), fixed),
                 |mut s| {
-                    s.offer_slice(items);
+                    s.observe_slice(items);
                     s
                 },
                 BatchSize::LargeInput,
@@ -111,7 +111,7 @@ fn bench_offer(c: &mut Criterion) {
             b.iter_batched(
                 || LoadShedder::new(Tally::default(), KeyHashDrop::new(), fixed),
                 |mut s| {
-                    s.offer_slice(items);
+                    s.observe_slice(items);
                     s
                 },
                 BatchSize::LargeInput,
@@ -122,7 +122,7 @@ fn bench_offer(c: &mut Criterion) {
 }
 
 /// The Horvitz–Thompson estimator behind a shedder: what it costs per kept item to add a
-/// value and its weight to its sums (`observe`), to answer the mean (`mean`), and to merge.
+/// value and its weight to its sums (`observe_weighted`), to answer the mean (`mean`), and to merge.
 /// Weights `1/p` for p from 0.1 to 1, values from 0 to 1000.
 fn bench_horvitz_thompson(c: &mut Criterion) {
     let kept: Vec<(f64, Weight)> = items()[..1_000_000]
@@ -134,12 +134,12 @@ fn bench_horvitz_thompson(c: &mut Criterion) {
     g.bench_function("observe", |b| {
         b.iter(|| {
             let mut ht = HorvitzThompson::new();
-            kept.iter().for_each(|&(v, w)| ht.observe(v, w));
+            kept.iter().for_each(|&(v, w)| ht.observe_weighted(v, w));
             ht
         });
     });
     let mut full = HorvitzThompson::new();
-    kept.iter().for_each(|&(v, w)| full.observe(v, w));
+    kept.iter().for_each(|&(v, w)| full.observe_weighted(v, w));
     g.throughput(Throughput::Elements(1));
     g.bench_function("mean", |b| b.iter(|| black_box(&full).mean()));
     g.bench_function("merge", |b| {
@@ -152,5 +152,5 @@ fn bench_horvitz_thompson(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_offer, bench_horvitz_thompson);
+criterion_group!(benches, bench_observe, bench_horvitz_thompson);
 criterion_main!(benches);

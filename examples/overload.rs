@@ -21,7 +21,7 @@ use std::error::Error;
 
 use synopses::core::Confidence;
 use synopses::shedding::{
-    FixedRate, Headroom, HorvitzThompson, LoadShedder, Phase, PiController, RandomDrop, Report, Simulation,
+    FixedRate, Headroom, HorvitzThompson, LoadShedder, Phase, PiController, PiGains, RandomDrop, Report, Simulation,
 };
 
 /// Seconds of work per item: a capacity of 1000 items per second.
@@ -48,11 +48,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         Phase { duration: 10.0, rate: 3000.0 },
         Phase { duration: 3.0, rate: 500.0 },
     ];
-    let sim = Simulation::new(phases, COST, TICK, 2024)?;
+    let sim = Simulation::new(phases, COST, 2024)?.with_tick(TICK)?;
     let runs = [
         ("no shedding", sim.run(FixedRate::new(1.0)?)),
-        ("headroom H = 0.9", sim.run(Headroom::new(1.0, 0.9)?)),
-        ("PI on delay, 20 ms", sim.run(PiController::new(0.02, 0.3, 5.0)?)),
+        ("headroom H = 0.9", sim.run(Headroom::new(0.9)?)),
+        ("PI on delay, 20 ms", sim.run(PiController::new(0.02, PiGains { proportional: 0.3, integral: 5.0 })?)),
     ];
 
     println!("A server of 1000 items/s; a 10 s burst at 3000 items/s (seconds 2 to 12).");
@@ -97,7 +97,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let truth: f64 = readings.iter().sum();
     let mut shedder = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(7), FixedRate::new(0.1)?);
     for &r in &readings {
-        shedder.offer(r);
+        shedder.observe(r);
     }
     let sum = shedder.inner().sum();
     let bounds = sum.bounds(Confidence::NinetyFivePercent);

@@ -19,7 +19,7 @@
 //! * **Load shedding**: Horvitz–Thompson count, sum and mean behind a random shedder, at a
 //!   fixed `p` and while `p` changes, against the exact variances `Σ (1 − p_i)/p_i · y_i²`
 //!   (and the family docs' rule of thumb), with the coverage of the 95 % intervals; a
-//!   semantic drop's kept fraction and bias; distinct counts (HyperLogLog behind `Unweighted`)
+//!   semantic drop's kept fraction and bias; distinct counts (HyperLogLog behind `LoadShedder::unweighted`)
 //!   behind key-hash and random shedding for keys repeated `m` times, against 1 and
 //!   `(1 − (1 − p)^m)/p`; and the overload simulator (`Simulation`), a burst at 3× capacity
 //!   with no shedding, the Aurora headroom controller and a PI controller (and a fixed
@@ -48,8 +48,8 @@ use synopses::cardinality::HyperLogLog;
 use synopses::core::{Confidence, Estimate, Mergeable, Weight};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use synopses::shedding::{
-    DropPolicy, FixedRate, Headroom, HorvitzThompson, KeyHashDrop, Load, LoadShedder, Phase, PiController, RandomDrop,
-    RateController, Report, SemanticDrop, Simulation, Unweighted,
+    DropPolicy, FixedRate, Headroom, HorvitzThompson, KeyHashDrop, Load, LoadShedder, Phase, PiController, PiGains,
+    RandomDrop, RateController, Report, SemanticDrop, Simulation,
 };
 
 /// Sebastiano Vigna's splitmix64: a tiny, seeded generator for populations and split points.
@@ -558,7 +558,7 @@ fn horvitz_thompson(seeds: usize) -> Result<Vec<Csv>, Box<dyn Error>> {
             for (b, block) in values.chunks(BLOCK).enumerate() {
                 if s < RUNNING_SEEDS {
                     for (j, &v) in block.iter().enumerate() {
-                        shedder.offer(v);
+                        shedder.observe(v);
                         sum_so_far += v;
                         let items = b * BLOCK + j + 1;
                         if items.is_multiple_of(100) {
@@ -575,7 +575,7 @@ fn horvitz_thompson(seeds: usize) -> Result<Vec<Csv>, Box<dyn Error>> {
                         }
                     }
                 } else {
-                    shedder.offer_slice(block);
+                    shedder.observe_slice(block);
                 }
                 shedder.control(Load {
                     offered: 0,
@@ -652,7 +652,7 @@ fn semantic() -> Result<Csv, Box<dyn Error>> {
         let mut kept_values = Vec::new();
         for &v in &values {
             if let Some(w) = policy.decide(&v, p) {
-                ht.observe(v, w);
+                ht.observe_weighted(v, w);
                 kept_values.push(v);
             }
         }
@@ -712,23 +712,23 @@ fn distinct(seeds: usize) -> Result<Csv, Box<dyn Error>> {
             let (mut kept_key, mut kept_row) = (0_u64, 0_u64);
             for s in 0..seeds as u64 {
                 let seed = 0xD15_0000 + s;
-                let mut key_shedder = LoadShedder::new(
-                    Unweighted(HyperLogLog::with_seed(12, seed)?),
+                let mut key_shedder = LoadShedder::unweighted(
+                    HyperLogLog::with_seed(12, seed)?,
                     KeyHashDrop::with_seed(!seed),
                     FixedRate::new(p)?,
                 );
-                let mut row_shedder = LoadShedder::new(
-                    Unweighted(HyperLogLog::with_seed(12, seed)?),
+                let mut row_shedder = LoadShedder::unweighted(
+                    HyperLogLog::with_seed(12, seed)?,
                     RandomDrop::new(seed),
                     FixedRate::new(p)?,
                 );
-                key_shedder.offer_slice(&stream);
-                row_shedder.offer_slice(&stream);
+                key_shedder.observe_slice(&stream);
+                row_shedder.observe_slice(&stream);
                 let scale = p * KEYS as f64;
-                by_key.push(key_shedder.inner().0.estimate() / scale);
-                by_row.push(row_shedder.inner().0.estimate() / scale);
-                rse_key += key_shedder.inner().0.relative_standard_error();
-                rse_row += row_shedder.inner().0.relative_standard_error();
+                by_key.push(key_shedder.inner().estimate() / scale);
+                by_row.push(row_shedder.inner().estimate() / scale);
+                rse_key += key_shedder.inner().relative_standard_error();
+                rse_row += row_shedder.inner().relative_standard_error();
                 kept_key += key_shedder.stats().kept;
                 kept_row += row_shedder.stats().kept;
             }
@@ -869,8 +869,10 @@ fn overload(seeds: usize) -> Result<Vec<Csv>, Box<dyn Error>> {
     let controllers: [(&str, Run); 4] = [
         ("no shedding", |sim| Ok(sim.run(FixedRate::new(1.0)?))),
         ("fixed p = 0.3", |sim| Ok(sim.run(FixedRate::new(0.3)?))),
-        ("headroom H = 0.9", |sim| Ok(sim.run(Headroom::new(1.0, HEADROOM)?))),
-        ("PI on delay (20 ms)", |sim| Ok(sim.run(PiController::new(0.02, 0.3, 5.0)?))),
+        ("headroom H = 0.9", |sim| Ok(sim.run(Headroom::new(HEADROOM)?))),
+        ("PI on delay (20 ms)", |sim| {
+            Ok(sim.run(PiController::new(0.02, PiGains { proportional: 0.3, integral: 5.0 })?))
+        }),
     ];
     let mut series =
         Csv::new("overload_series.csv", "controller,time,queue_len,keep_probability,offered_rate,kept_rate");
@@ -903,7 +905,7 @@ fn overload(seeds: usize) -> Result<Vec<Csv>, Box<dyn Error>> {
         let mut runs = Vec::new();
         for s in 0..seeds as u64 {
             let seed = MAIN_SEED + s;
-            let sim = Simulation::new(phases.clone(), COST, TICK, seed)?;
+            let sim = Simulation::new(phases.clone(), COST, seed)?.with_tick(TICK)?;
             let report = run(&sim)?;
             let steady: Vec<_> =
                 report.series.iter().filter(|x| x.time > STEADY.0 && x.time <= STEADY.1 + 1e-9).collect();

@@ -38,7 +38,6 @@ use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use synopses::shedding::{
     DropPolicy, FixedRate, Headroom, HorvitzThompson, KeyHashDrop, LoadShedder, Phase, RandomDrop, Simulation,
-    Unweighted,
 };
 use synopses::stream::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner};
 
@@ -1144,7 +1143,7 @@ fn weighted_reservoir_inclusions_match_ppswor() {
     let items: Vec<(usize, Weight)> = weights.iter().enumerate().map(|(i, &w)| (i, Weight::new(w).unwrap())).collect();
     for t in 0..trials {
         let mut r = WeightedReservoir::new(k, 0x3E16_0000 + t).unwrap();
-        items.iter().for_each(|&(i, w)| r.observe(i, w));
+        items.iter().for_each(|&(i, w)| r.observe_weighted(i, w));
         one.add(&r.into_vec().into_iter().map(|(i, _)| i).collect::<Vec<_>>());
 
         let mut whole = WeightedReservoir::new(k, 0x4E16_0000 + t).unwrap();
@@ -1153,7 +1152,7 @@ fn weighted_reservoir_inclusions_match_ppswor() {
             .enumerate()
             .map(|(index, range)| {
                 let mut part = whole.empty_part(index as u64);
-                items[range].iter().for_each(|&(i, w)| part.observe(i, w));
+                items[range].iter().for_each(|&(i, w)| part.observe_weighted(i, w));
                 part
             })
             .collect();
@@ -1175,7 +1174,7 @@ fn reservoir_draws_few_random_numbers() {
     r.observe_all(0..n);
     assert!((r.random_draws() as f64) <= bound, "{} draws, bound {bound:.0}", r.random_draws());
     let mut w = WeightedReservoir::new(k, 1).unwrap();
-    (0..n / 10).for_each(|i| w.observe(i, Weight::ONE));
+    (0..n / 10).for_each(|i| w.observe_weighted(i, Weight::ONE));
     let bound = 3.0 * k as f64 * (1.0 + (n as f64 / 10.0 / k as f64).ln()) + 10.0;
     assert!((w.random_draws() as f64) <= bound, "weighted: {} draws, bound {bound:.0}", w.random_draws());
 }
@@ -1198,7 +1197,7 @@ fn priority_subset_sums_are_unbiased_with_unbiased_variance() {
     let mut covered = 0;
     for seed in 0..seeds {
         let mut p = PrioritySample::new(k, 0x9000 + seed).unwrap();
-        (0..n).for_each(|i| p.observe(i, Weight::new(weights[i as usize]).unwrap()));
+        (0..n).for_each(|i| p.observe_weighted(i, Weight::new(weights[i as usize]).unwrap()));
         let e = p.subset_sum(in_subset);
         covered += u64::from(e.bounds(Confidence::TwoSigma).contains(truth));
         values.push(e.value);
@@ -1273,7 +1272,7 @@ fn horvitz_thompson_is_unbiased_and_covers_while_p_changes() {
         for (i, &v) in values.iter().enumerate() {
             let p = [0.1, 0.5, 0.9][(i / 1000) % 3];
             if let Some(w) = policy.decide(&v, p) {
-                ht.observe(v, w);
+                ht.observe_weighted(v, w);
             }
         }
         for (k, (estimate, truth)) in
@@ -1312,22 +1311,22 @@ fn key_hash_shedding_keeps_distinct_counts_and_random_shedding_does_not() {
     let z = bonferroni_z(2);
     let (mut hashed, mut random) = (Vec::new(), Vec::new());
     for seed in 0..seeds {
-        let mut by_key = LoadShedder::new(
-            Unweighted(HyperLogLog::with_seed(12, seed).unwrap()),
+        let mut by_key = LoadShedder::unweighted(
+            HyperLogLog::with_seed(12, seed).unwrap(),
             KeyHashDrop::with_seed(!seed),
             FixedRate::new(p).unwrap(),
         );
-        let mut by_row = LoadShedder::new(
-            Unweighted(HyperLogLog::with_seed(12, seed).unwrap()),
+        let mut by_row = LoadShedder::unweighted(
+            HyperLogLog::with_seed(12, seed).unwrap(),
             RandomDrop::new(seed),
             FixedRate::new(p).unwrap(),
         );
         for i in 0..keys * repeats {
-            by_key.offer(i % keys);
-            by_row.offer(i % keys);
+            by_key.observe(i % keys);
+            by_row.observe(i % keys);
         }
-        hashed.push(by_key.inner().0.estimate() / p / keys as f64);
-        random.push(by_row.inner().0.estimate() / p / keys as f64);
+        hashed.push(by_key.inner().estimate() / p / keys as f64);
+        random.push(by_row.inner().estimate() / p / keys as f64);
     }
     let t = seeds as f64;
     let stats = |ratios: &[f64], target: f64| {
@@ -1370,13 +1369,13 @@ fn headroom_controller_bounds_queue_and_latency_under_a_burst() {
         Phase { duration: burst, rate: lambda },
         Phase { duration: 2.0, rate: 500.0 },
     ];
-    let sim = Simulation::new(phases, cost, tick, 2024).unwrap();
+    let sim = Simulation::new(phases, cost, 2024).unwrap().with_tick(tick).unwrap();
 
     let unprotected = sim.run(FixedRate::new(1.0).unwrap());
     let growth = (lambda - capacity) * burst - 3.0 * (lambda * burst).sqrt();
     assert!(unprotected.max_queue as f64 >= growth, "without shedding: max queue {}", unprotected.max_queue);
 
-    let protected = sim.run(Headroom::new(1.0, headroom).unwrap());
+    let protected = sim.run(Headroom::new(headroom).unwrap());
     // θ = 0.9·(e^θ − 1) at θ ≈ 0.207; 0.2 keeps the bounds on the safe side, covering the
     // exact M/D/1 tail's factor of about 1.15 in front of e^(−θn).
     let theta = 0.2;

@@ -339,8 +339,8 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
     let mut weighted = WeightedReservoir::new(5, 2024)?;
     let mut priority = PrioritySample::new(8, 2024)?;
     for i in 0..1000_u64 {
-        weighted.observe(i, weight(i)?);
-        priority.observe(i, weight(i)?);
+        weighted.observe_weighted(i, weight(i)?);
+        priority.observe_weighted(i, weight(i)?);
     }
 
     // UltraLogLog: one stream (with its martingale) and a merge of two; ExaLogLog with the

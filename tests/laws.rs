@@ -779,13 +779,13 @@ mod sampling {
                                             pairs in prop::collection::vec((any::<u64>(), 0.001_f64..1e6), 0..400)) {
             let pairs: Vec<(u64, Weight)> = pairs.into_iter().map(|(x, w)| (x, Weight::new(w).unwrap())).collect();
             let mut one = WeightedReservoir::new(capacity, seed).unwrap();
-            pairs.iter().for_each(|&(x, w)| one.observe(x, w));
+            pairs.iter().for_each(|&(x, w)| one.observe_weighted(x, w));
             let mut batch = WeightedReservoir::new(capacity, seed).unwrap();
             batch.observe_all(pairs.iter().copied());
             prop_assert_eq!(&batch, &one);
             prop_assert_eq!(batch.random_draws(), one.random_draws());
             let mut one = PrioritySample::new(capacity, seed).unwrap();
-            pairs.iter().for_each(|&(x, w)| one.observe(x, w));
+            pairs.iter().for_each(|&(x, w)| one.observe_weighted(x, w));
             let mut batch = PrioritySample::new(capacity, seed).unwrap();
             batch.observe_all(pairs.iter().copied());
             prop_assert_eq!(&batch, &one);
@@ -796,7 +796,7 @@ mod sampling {
             let whole = WeightedReservoir::new(capacity, 3).unwrap();
             let [a, b, c] = [(0, a), (1, b), (2, c)].map(|(i, items)| {
                 let mut r = whole.empty_part(i);
-                items.iter().for_each(|&x| r.observe(x, Weight::new(1.0 + (x % 100) as f64).unwrap()));
+                items.iter().for_each(|&x| r.observe_weighted(x, Weight::new(1.0 + (x % 100) as f64).unwrap()));
                 r
             });
             let content = |r: &WeightedReservoir<u64>| (r.clone().into_vec(), r.seen());
@@ -815,7 +815,7 @@ mod sampling {
             let whole = PrioritySample::new(capacity, 5).unwrap();
             let [a, b, c] = [(0, a), (1, b), (2, c)].map(|(i, items)| {
                 let mut r = whole.empty_part(i);
-                items.iter().for_each(|&x| r.observe(x, Weight::new(1.0 + (x % 100) as f64).unwrap()));
+                items.iter().for_each(|&x| r.observe_weighted(x, Weight::new(1.0 + (x % 100) as f64).unwrap()));
                 r
             });
             let sums = |p: &PrioritySample<u64>| {
@@ -855,10 +855,10 @@ mod sampling {
         assert_eq!(r.merge(&Reservoir::new(11, 9)?).map_err(|e| e.parameter()), Err("capacity"));
 
         let mut w = WeightedReservoir::new(3, 1)?;
-        w.observe(1_u64, Weight::ONE);
+        w.observe_weighted(1_u64, Weight::ONE);
         assert_eq!(w.merge(&w.clone()).map_err(|e| e.parameter()), Err("random stream"));
         let mut p = PrioritySample::new(3, 1)?;
-        p.observe(1_u64, Weight::ONE);
+        p.observe_weighted(1_u64, Weight::ONE);
         assert_eq!(p.merge(&p.clone()).map_err(|e| e.parameter()), Err("random stream"));
         Ok(())
     }
@@ -904,29 +904,27 @@ mod parallel_sampling {
 mod shedding {
     use super::*;
     use synopses::core::Weight;
-    use synopses::shedding::{
-        DropPolicy, FixedRate, HorvitzThompson, KeyHashDrop, LoadShedder, RandomDrop, Unweighted,
-    };
+    use synopses::shedding::{DropPolicy, FixedRate, HorvitzThompson, KeyHashDrop, LoadShedder, RandomDrop};
 
     proptest! {
         /// A key-hash shedder in front of a sketch is deterministic, so the partition law holds
         /// exactly: parts shed and observed apart, then merged, equal one pass.
         #[test]
         fn key_hash_shedder_partition_law(p in 0.01_f64..=1.0, items in items(), cuts in cuts()) {
-            let make = || LoadShedder::new(Unweighted(HyperLogLog::new(8).unwrap()), KeyHashDrop::new(), FixedRate::new(p).unwrap());
+            let make = || LoadShedder::unweighted(HyperLogLog::new(8).unwrap(), KeyHashDrop::new(), FixedRate::new(p).unwrap());
             let mut whole = make();
             for &x in &items {
-                whole.offer(x);
+                whole.observe(x);
             }
             let mut union = make();
             for (i, part) in split(&items, &cuts).into_iter().enumerate() {
                 let mut shed = union.empty_part(i as u64);
                 for &x in part {
-                    shed.offer(x);
+                    shed.observe(x);
                 }
                 union.merge(&shed).unwrap();
             }
-            prop_assert_eq!(&union.inner().0, &whole.inner().0);
+            prop_assert_eq!(union.inner(), whole.inner());
             prop_assert_eq!(union.stats(), whole.stats());
         }
 
@@ -938,7 +936,7 @@ mod shedding {
                                           c in prop::collection::vec((0.0_f64..1e3, 1.0_f64..100.0), 0..50)) {
             let of = |pairs: &[(f64, f64)]| {
                 let mut ht = HorvitzThompson::new();
-                pairs.iter().for_each(|&(v, w)| ht.observe(v, Weight::new(w).unwrap()));
+                pairs.iter().for_each(|&(v, w)| ht.observe_weighted(v, Weight::new(w).unwrap()));
                 ht
             };
             let (a, b, c) = (of(&a), of(&b), of(&c));
@@ -955,18 +953,18 @@ mod shedding {
 
         /// A shedder's batch path leaves the state of offering one by one, for both policies.
         #[test]
-        fn shedder_offer_slice_equals_one_by_one(p in 0.001_f64..=1.0, seed in any::<u64>(), items in items()) {
+        fn shedder_observe_slice_equals_one_by_one(p in 0.001_f64..=1.0, seed in any::<u64>(), items in items()) {
             let fixed = FixedRate::new(p).unwrap();
             let mut one = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(seed), fixed);
-            items.iter().for_each(|&x| { one.offer(x); });
+            items.iter().for_each(|&x| one.observe(x));
             let mut batch = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(seed), fixed);
-            batch.offer_slice(&items);
+            batch.observe_slice(&items);
             prop_assert_eq!(batch.inner(), one.inner());
             prop_assert_eq!(batch.stats(), one.stats());
             let mut one = LoadShedder::new(HorvitzThompson::new(), KeyHashDrop::with_seed(seed), fixed);
-            items.iter().for_each(|&x| { one.offer(x); });
+            items.iter().for_each(|&x| one.observe(x));
             let mut batch = LoadShedder::new(HorvitzThompson::new(), KeyHashDrop::with_seed(seed), fixed);
-            batch.offer_slice(&items);
+            batch.observe_slice(&items);
             prop_assert_eq!(batch.inner(), one.inner());
             prop_assert_eq!(batch.stats(), one.stats());
         }
@@ -1124,14 +1122,12 @@ fn items_routed_out_of_range_are_dropped() -> Result<(), Box<dyn std::error::Err
 /// by key, so partitioning changes nothing).
 #[test]
 fn partitions_behind_load_shedders_equal_one_pass() -> Result<(), Box<dyn std::error::Error>> {
-    use synopses::shedding::{FixedRate, KeyHashDrop, LoadShedder, Unweighted};
+    use synopses::shedding::{FixedRate, KeyHashDrop, LoadShedder};
     use synopses::stream::{PartialKeyGrouping, Partitioned};
-    let proto = LoadShedder::new(Unweighted(HyperLogLog::new(12)?), KeyHashDrop::new(), FixedRate::new(0.3)?);
+    let proto = LoadShedder::unweighted(HyperLogLog::new(12)?, KeyHashDrop::new(), FixedRate::new(0.3)?);
     let items: Vec<u64> = (0..200_000).map(|i| i % 50_000).collect();
     let mut whole = proto.empty_like();
-    items.iter().for_each(|&x| {
-        whole.offer(x);
-    });
+    items.iter().for_each(|&x| whole.observe(x));
     for workers in [1, 2, 4, 8] {
         let mut parts = Partitioned::new(&proto, PartialKeyGrouping::new(workers)?)?;
         parts.observe_slice(&items);
@@ -1151,9 +1147,9 @@ fn shedder_merges_check_their_policies() -> Result<(), Box<dyn std::error::Error
     let mut twin = a.clone();
     let mut fresh = a.empty_like();
     for x in 0..100_u64 {
-        a.offer(x);
-        twin.offer(x);
-        fresh.offer(x);
+        a.observe(x);
+        twin.observe(x);
+        fresh.observe(x);
     }
     assert_eq!(a.clone().merge(&twin).map_err(|e| e.parameter()), Err("random stream"));
     assert!(a.clone().merge(&fresh).is_ok());

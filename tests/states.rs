@@ -31,7 +31,8 @@ use synopses::hash::{DEFAULT_SEED, Hashable};
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use synopses::shedding::{
-    FixedRate, Headroom, HorvitzThompson, KeyHashDrop, Load, LoadShedder, PiController, RandomDrop, RateController,
+    FixedRate, Headroom, HorvitzThompson, KeyHashDrop, Load, LoadShedder, PiController, PiGains, RandomDrop,
+    RateController,
 };
 use synopses::stream::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioned, Partitioner, ShuffleGrouping};
 
@@ -650,8 +651,8 @@ macro_rules! sampler_subject {
 }
 
 sampler_subject!(Reservoir<u64>, |s, item, _w| s.observe(item));
-sampler_subject!(WeightedReservoir<u64>, |s, item, w| s.observe(item, w));
-sampler_subject!(PrioritySample<u64>, |s, item, w| s.observe(item, w));
+sampler_subject!(WeightedReservoir<u64>, |s, item, w| s.observe_weighted(item, w));
+sampler_subject!(PrioritySample<u64>, |s, item, w| s.observe_weighted(item, w));
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
@@ -764,7 +765,7 @@ impl Reachable for HorvitzThompson {
 
     fn apply(&mut self, op: &Shed) {
         match op {
-            Shed::Observe(items) => items.iter().for_each(|&(v, w)| self.observe(v, w)),
+            Shed::Observe(items) => items.iter().for_each(|&(v, w)| self.observe_weighted(v, w)),
             Shed::MergeSelf(n) => merge_self_times(self, *n),
             Shed::IntoEmpty => {
                 into_empty(self);
@@ -813,7 +814,7 @@ impl Reachable for Shedder {
         let s = &mut self.0;
         match op {
             Shed::Observe(items) => items.iter().for_each(|&(v, _)| {
-                s.offer(v);
+                s.observe(v);
             }),
             Shed::MergeSelf(n) => {
                 for i in 0..*n {
@@ -863,9 +864,7 @@ fn estimators_answer_finitely_at_the_weight_limits() -> Result<(), TestCaseError
     assert_eq!((ht.kept(), ht.skipped()), (u64::MAX, u64::MAX));
     // The audit's example: merging a state with a copy of itself ~70 times overflowed.
     let mut shedder = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(0.5).expect("p"));
-    (0..10_u64).for_each(|i| {
-        shedder.offer(i);
-    });
+    (0..10_u64).for_each(|i| shedder.observe(i));
     let shedder = run(Shedder(shedder), &[Shed::MergeSelf(70)])?;
     assert_eq!(shedder.0.stats().offered, u64::MAX);
     Ok(())
@@ -930,17 +929,19 @@ fn controllers_recover_from_hostile_loads() {
         }
     }
     check(|| Box::new(FixedRate::new(0.3).expect("p")), 10, "fixed");
-    check(|| Box::new(Headroom::new(1.0, 0.9).expect("valid")), 20, "headroom");
-    check(|| Box::new(Headroom::new(1.0, 0.9).expect("valid").with_smoothing(0.1).expect("valid")), 200, "smooth");
-    check(|| Box::new(PiController::new(0.05, 0.2, 2.0).expect("valid")), 400, "pi");
+    check(|| Box::new(Headroom::new(0.9).expect("valid")), 20, "headroom");
+    check(|| Box::new(Headroom::new(0.9).expect("valid").with_smoothing(0.1).expect("valid")), 200, "smooth");
+    check(
+        || Box::new(PiController::new(0.05, PiGains { proportional: 0.2, integral: 2.0 }).expect("valid")),
+        400,
+        "pi",
+    );
 }
 
 #[test]
 fn a_shedder_refuses_a_load_it_cannot_act_on_and_loses_no_count() -> Result<(), Box<dyn std::error::Error>> {
-    let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(1.0, 0.9)?);
-    (0..3000_u64).for_each(|x| {
-        s.offer(x);
-    });
+    let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(0.9)?);
+    (0..3000_u64).for_each(|x| s.observe(x));
     // (The shedder counts the items offered itself: a load is judged with that count.)
     for hostile in hostile_loads().into_iter().filter(|l| Load { offered: 3000, ..*l }.validate().is_err()) {
         assert!(s.control(hostile).is_err(), "{hostile:?}");
@@ -954,10 +955,8 @@ fn a_shedder_refuses_a_load_it_cannot_act_on_and_loses_no_count() -> Result<(), 
 
 #[test]
 fn items_offered_in_no_time_are_refused_and_counted_later() -> Result<(), Box<dyn std::error::Error>> {
-    let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(1.0, 0.9)?);
-    (0..3000_u64).for_each(|x| {
-        s.offer(x);
-    });
+    let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(0.9)?);
+    (0..3000_u64).for_each(|x| s.observe(x));
     let instant = Load { offered: 0, elapsed: 0.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 };
     assert_eq!(s.control(instant).err().map(|e| e.parameter()), Some("elapsed"));
     s.control(Load { elapsed: 1.0, ..instant })?;
@@ -971,8 +970,8 @@ fn items_offered_in_no_time_are_refused_and_counted_later() -> Result<(), Box<dy
 fn a_simulation_of_absurd_costs_reports_finite_numbers() -> Result<(), Box<dyn std::error::Error>> {
     use synopses::shedding::{Phase, Simulation};
     for cost in [1e308, f64::MAX / 4.0, f64::MAX] {
-        let sim = Simulation::new(vec![Phase { duration: 10.0, rate: 10.0 }], cost, 1.0, 1)?;
-        for report in [sim.run(FixedRate::new(1.0)?), sim.run(Headroom::new(1.0, 0.9)?)] {
+        let sim = Simulation::new(vec![Phase { duration: 10.0, rate: 10.0 }], cost, 1)?.with_tick(1.0)?;
+        for report in [sim.run(FixedRate::new(1.0)?), sim.run(Headroom::new(0.9)?)] {
             let numbers = [report.latency_p50, report.latency_p99, report.latency_max, report.kept_rate(0.0, 10.0)];
             assert!(numbers.iter().all(|x| x.is_finite()), "cost {cost}: {numbers:?}");
             assert!(report.series.iter().all(|s| s.keep_probability.is_finite() && s.kept_rate.is_finite()));

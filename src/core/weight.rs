@@ -50,6 +50,7 @@ impl Weight {
     /// assert_eq!(Weight::new(0.5)?.get(), 0.5);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn get(self) -> f64 {
         self.0
     }

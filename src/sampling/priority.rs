@@ -24,7 +24,7 @@ use crate::core::{ConfigError, DecodeError, Estimate, MergeError, Mergeable, Ope
 /// let mut flows = PrioritySample::new(200, 42)?;
 /// for flow in 0..10_000_u64 {
 ///     let bytes = if flow % 1000 == 0 { 1e6 } else { 100.0 + (flow % 50) as f64 };
-///     flows.observe(flow, Weight::new(bytes)?);
+///     flows.observe_weighted(flow, Weight::new(bytes)?);
 /// }
 /// // Traffic of the even-numbered flows, estimated from 200 of the 10 000:
 /// let even = flows.subset_sum(|flow| flow % 2 == 0);
@@ -62,6 +62,7 @@ impl<T> PrioritySample<T> {
     /// assert_eq!(PrioritySample::<u8>::new(3, 0)?.capacity(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn capacity(&self) -> usize {
         self.state.sample.capacity() - 1
     }
@@ -73,6 +74,7 @@ impl<T> PrioritySample<T> {
     /// assert_eq!(PrioritySample::<u8>::new(3, 9)?.seed(), 9);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.state.seed
     }
@@ -83,10 +85,11 @@ impl<T> PrioritySample<T> {
     /// # use synopses::sampling::PrioritySample;
     /// # use synopses::core::Weight;
     /// let mut p = PrioritySample::new(3, 0)?;
-    /// (0..10_u64).for_each(|i| p.observe(i, Weight::ONE));
+    /// (0..10_u64).for_each(|i| p.observe_weighted(i, Weight::ONE));
     /// assert_eq!(p.seen(), 10);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seen(&self) -> u64 {
         self.state.seen
     }
@@ -97,10 +100,11 @@ impl<T> PrioritySample<T> {
     /// # use synopses::sampling::PrioritySample;
     /// # use synopses::core::Weight;
     /// let mut p = PrioritySample::new(3, 0)?;
-    /// p.observe("a", Weight::new(2.0)?);
+    /// p.observe_weighted("a", Weight::new(2.0)?);
     /// assert_eq!(p.total_weight(), 2.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn total_weight(&self) -> f64 {
         self.total_weight
     }
@@ -113,12 +117,13 @@ impl<T> PrioritySample<T> {
     /// # use synopses::sampling::PrioritySample;
     /// # use synopses::core::Weight;
     /// let mut p = PrioritySample::new(2, 0)?;
-    /// (0..2_u64).for_each(|i| p.observe(i, Weight::ONE));
+    /// (0..2_u64).for_each(|i| p.observe_weighted(i, Weight::ONE));
     /// assert_eq!(p.threshold(), 0.0);
-    /// p.observe(2, Weight::ONE);
+    /// p.observe_weighted(2, Weight::ONE);
     /// assert!(p.threshold() > 1.0); // a priority w/U is above the weight
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn threshold(&self) -> f64 {
         // A key can be as small as 0 (a weight near `f64::MAX`): τ saturates there.
         self.state.sample.threshold().map_or(0.0, |key| (1.0 / key).min(f64::MAX))
@@ -138,7 +143,7 @@ impl<T> PrioritySample<T> {
     /// # use synopses::core::Weight;
     /// let mut p = PrioritySample::new(10, 0)?;
     /// for i in 0..100_u64 {
-    ///     p.observe(i, Weight::new(1.0 + i as f64)?);
+    ///     p.observe_weighted(i, Weight::new(1.0 + i as f64)?);
     /// }
     /// assert_eq!(p.sample().count(), 10);
     /// assert!(p.sample().all(|(_, w, est)| est >= w && est >= p.threshold()));
@@ -182,12 +187,13 @@ impl<T> PrioritySample<T> {
     /// # use synopses::core::Weight;
     /// let mut p = PrioritySample::new(5, 0)?;
     /// for i in 0..5_u64 {
-    ///     p.observe(i, Weight::new(10.0)?);
+    ///     p.observe_weighted(i, Weight::new(10.0)?);
     /// }
     /// // Fewer items than the capacity: exact.
     /// assert_eq!(p.subset_sum(|&i| i < 2), synopses::core::Estimate { value: 20.0, variance: 0.0 });
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn subset_sum(&self, mut predicate: impl FnMut(&T) -> bool) -> Estimate {
         let tau = self.threshold();
         let (mut value, mut variance) = (0.0, 0.0);
@@ -209,25 +215,28 @@ impl<T> PrioritySample<T> {
     /// # use synopses::sampling::PrioritySample;
     /// # use synopses::core::Weight;
     /// let mut p = PrioritySample::new(3, 0)?;
-    /// (0..10_u64).for_each(|i| p.observe(i, Weight::ONE));
+    /// (0..10_u64).for_each(|i| p.observe_weighted(i, Weight::ONE));
     /// assert_eq!(p.random_draws(), 10);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn random_draws(&self) -> u64 {
         self.state.rng.draws()
     }
 
-    /// Observes an item of the given weight.
+    /// Observes `item` with weight `weight`. A [`Weight`] is finite and above zero, checked
+    /// once where it is made (`Weight::new(w)?`), so observing cannot fail.
     ///
     /// ```
     /// # use synopses::sampling::PrioritySample;
     /// # use synopses::core::Weight;
     /// let mut p = PrioritySample::new(3, 0)?;
-    /// p.observe("x", Weight::new(5.0)?);
+    /// p.observe_weighted("x", Weight::new(5.0)?);
+    /// assert!(Weight::new(-1.0).is_err());
     /// assert_eq!(p.subset_sum(|_| true).value, 5.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn observe(&mut self, item: T, weight: Weight) {
+    pub fn observe_weighted(&mut self, item: T, weight: Weight) {
         let w = weight.get();
         self.state.seen = self.state.seen.saturating_add(1);
         self.total_weight = (self.total_weight + w).min(f64::MAX);
@@ -235,7 +244,7 @@ impl<T> PrioritySample<T> {
     }
 
     /// Observes every `(item, weight)` pair of an iterator: the same sample as
-    /// [`observe`](Self::observe) one by one, with the running sums in locals.
+    /// [`observe_weighted`](Self::observe_weighted) one by one, with the running sums in locals.
     ///
     /// ```
     /// # use synopses::sampling::PrioritySample;
@@ -268,21 +277,6 @@ impl<T> PrioritySample<T> {
         }
     }
 
-    /// Observes an item of weight `weight`, if it is a valid [`Weight`] (finite, above zero);
-    /// otherwise returns the error and changes nothing.
-    ///
-    /// ```
-    /// # use synopses::sampling::PrioritySample;
-    /// let mut p = PrioritySample::new(3, 0)?;
-    /// assert!(p.observe_weighted("a", -1.0).is_err());
-    /// assert_eq!(p.seen(), 0);
-    /// # Ok::<(), synopses::ConfigError>(())
-    /// ```
-    pub fn observe_weighted(&mut self, item: T, weight: f64) -> Result<(), ConfigError> {
-        self.observe(item, Weight::new(weight)?);
-        Ok(())
-    }
-
     /// Merges `other` in: exactly distributed as the priority sample of one sampler that saw
     /// both streams (the `k + 1` highest priorities of both). Capacities must match; two
     /// non-empty samples of the same random stream are refused (see
@@ -294,8 +288,8 @@ impl<T> PrioritySample<T> {
     ///
     /// let mut a = PrioritySample::new(3, 1)?;
     /// let mut b = PrioritySample::new(3, 2)?;
-    /// a.observe("x", Weight::new(1.0)?);
-    /// b.observe("y", Weight::new(2.0)?);
+    /// a.observe_weighted("x", Weight::new(1.0)?);
+    /// b.observe_weighted("y", Weight::new(2.0)?);
     /// a.merge(&b)?;
     /// assert_eq!(a.subset_sum(|_| true).value, 3.0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -315,10 +309,11 @@ impl<T> PrioritySample<T> {
     /// # use synopses::sampling::PrioritySample;
     /// # use synopses::core::Weight;
     /// let mut p = PrioritySample::new(10, 0)?;
-    /// (0..100_u64).for_each(|i| p.observe(i, Weight::ONE));
+    /// (0..100_u64).for_each(|i| p.observe_weighted(i, Weight::ONE));
     /// assert!(p.size_in_bytes() >= 11 * 24);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.state.entry_bytes()
     }
@@ -332,7 +327,7 @@ impl<T: Item> PrioritySample<T> {
     /// use synopses::sampling::PrioritySample;
     ///
     /// let mut x = PrioritySample::new(2, 5)?;
-    /// x.observe("a".to_string(), Weight::new(2.0)?);
+    /// x.observe_weighted("a".to_string(), Weight::new(2.0)?);
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -352,7 +347,7 @@ impl<T: Item> PrioritySample<T> {
     /// use synopses::sampling::PrioritySample;
     ///
     /// let mut p = PrioritySample::new(2, 5)?;
-    /// p.observe(10_u64, Weight::ONE);
+    /// p.observe_weighted(10_u64, Weight::ONE);
     /// assert_eq!(p.to_bytes().len(), 4 + 40 + 24 + 8);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -368,7 +363,7 @@ impl<T: Item> PrioritySample<T> {
     /// use synopses::sampling::PrioritySample;
     ///
     /// let mut p = PrioritySample::new(2, 5)?;
-    /// p.observe(10_u64, Weight::new(4.0)?);
+    /// p.observe_weighted(10_u64, Weight::new(4.0)?);
     /// assert_eq!(PrioritySample::<u64>::from_bytes(&p.to_bytes())?, p);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -406,7 +401,7 @@ impl<T> fmt::Debug for PrioritySample<T> {
 
 impl<T> Operator<(T, Weight)> for PrioritySample<T> {
     fn observe(&mut self, (item, weight): (T, Weight)) {
-        PrioritySample::observe(self, item, weight);
+        PrioritySample::observe_weighted(self, item, weight);
     }
 
     fn observe_all<I: IntoIterator<Item = (T, Weight)>>(&mut self, items: I) {
@@ -416,7 +411,13 @@ impl<T> Operator<(T, Weight)> for PrioritySample<T> {
 
 impl<'a, T: Clone> Operator<&'a (T, Weight)> for PrioritySample<T> {
     fn observe(&mut self, (item, weight): &'a (T, Weight)) {
-        PrioritySample::observe(self, item.clone(), *weight);
+        PrioritySample::observe_weighted(self, item.clone(), *weight);
+    }
+}
+
+impl<T> Extend<(T, Weight)> for PrioritySample<T> {
+    fn extend<I: IntoIterator<Item = (T, Weight)>>(&mut self, items: I) {
+        PrioritySample::observe_all(self, items);
     }
 }
 

@@ -57,6 +57,7 @@ impl<T> Reservoir<T> {
     /// assert_eq!(Reservoir::<u8>::new(3, 0)?.capacity(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn capacity(&self) -> usize {
         self.state.sample.capacity()
     }
@@ -68,6 +69,7 @@ impl<T> Reservoir<T> {
     /// assert_eq!(Reservoir::<u8>::new(3, 9)?.seed(), 9);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.state.seed
     }
@@ -81,6 +83,7 @@ impl<T> Reservoir<T> {
     /// assert_eq!(r.seen(), 10);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seen(&self) -> u64 {
         self.state.seen
     }
@@ -94,6 +97,7 @@ impl<T> Reservoir<T> {
     /// assert_eq!(r.len(), 2);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn len(&self) -> usize {
         self.state.sample.len()
     }
@@ -105,6 +109,7 @@ impl<T> Reservoir<T> {
     /// assert!(Reservoir::<u8>::new(3, 0)?.is_empty());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.state.sample.len() == 0
     }
@@ -122,6 +127,7 @@ impl<T> Reservoir<T> {
     /// assert!((estimate / 499_500.0 - 1.0).abs() < 0.6); // 10 items: a rough estimate
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn inclusion_probability(&self) -> f64 {
         if self.state.seen == 0 { 1.0 } else { self.len() as f64 / self.state.seen as f64 }
     }
@@ -150,6 +156,7 @@ impl<T> Reservoir<T> {
     /// assert_eq!(r.into_vec().len(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn into_vec(self) -> Vec<T> {
         self.state.sample.into_sorted_items()
     }
@@ -164,6 +171,7 @@ impl<T> Reservoir<T> {
     /// assert!(r.random_draws() < 3 * 100 * (1 + 9)); // ln(10^4) ≈ 9.2
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn random_draws(&self) -> u64 {
         self.state.rng.draws()
     }
@@ -311,6 +319,7 @@ impl<T> Reservoir<T> {
     /// assert!(r.size_in_bytes() >= 100 * 16);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.state.entry_bytes()
     }

@@ -21,9 +21,9 @@ use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator, Wei
 /// use synopses::sampling::WeightedReservoir;
 ///
 /// let mut sample = WeightedReservoir::new(2, 42)?;
-/// sample.observe("rare", Weight::new(1.0)?);
-/// sample.observe("common", Weight::new(1000.0)?);
-/// sample.observe("also rare", Weight::new(1.0)?);
+/// sample.observe_weighted("rare", Weight::new(1.0)?);
+/// sample.observe_weighted("common", Weight::new(1000.0)?);
+/// sample.observe_weighted("also rare", Weight::new(1.0)?);
 /// assert!(sample.iter().any(|&(item, _)| item == "common")); // all but certain
 /// # Ok::<(), synopses::ConfigError>(())
 /// ```
@@ -59,6 +59,7 @@ impl<T> WeightedReservoir<T> {
     /// assert_eq!(WeightedReservoir::<u8>::new(3, 0)?.capacity(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn capacity(&self) -> usize {
         self.state.sample.capacity()
     }
@@ -70,6 +71,7 @@ impl<T> WeightedReservoir<T> {
     /// assert_eq!(WeightedReservoir::<u8>::new(3, 9)?.seed(), 9);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.state.seed
     }
@@ -80,10 +82,11 @@ impl<T> WeightedReservoir<T> {
     /// # use synopses::sampling::WeightedReservoir;
     /// # use synopses::core::Weight;
     /// let mut r = WeightedReservoir::new(3, 0)?;
-    /// (0..10_u64).for_each(|i| r.observe(i, Weight::ONE));
+    /// (0..10_u64).for_each(|i| r.observe_weighted(i, Weight::ONE));
     /// assert_eq!(r.seen(), 10);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seen(&self) -> u64 {
         self.state.seen
     }
@@ -94,11 +97,12 @@ impl<T> WeightedReservoir<T> {
     /// # use synopses::sampling::WeightedReservoir;
     /// # use synopses::core::Weight;
     /// let mut r = WeightedReservoir::new(3, 0)?;
-    /// r.observe("a", Weight::new(2.5)?);
-    /// r.observe("b", Weight::new(0.5)?);
+    /// r.observe_weighted("a", Weight::new(2.5)?);
+    /// r.observe_weighted("b", Weight::new(0.5)?);
     /// assert_eq!(r.total_weight(), 3.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn total_weight(&self) -> f64 {
         self.total_weight
     }
@@ -109,10 +113,11 @@ impl<T> WeightedReservoir<T> {
     /// # use synopses::sampling::WeightedReservoir;
     /// # use synopses::core::Weight;
     /// let mut r = WeightedReservoir::new(3, 0)?;
-    /// r.observe("a", Weight::ONE);
+    /// r.observe_weighted("a", Weight::ONE);
     /// assert_eq!(r.len(), 1);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn len(&self) -> usize {
         self.state.sample.len()
     }
@@ -124,6 +129,7 @@ impl<T> WeightedReservoir<T> {
     /// assert!(WeightedReservoir::<u8>::new(3, 0)?.is_empty());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -134,7 +140,7 @@ impl<T> WeightedReservoir<T> {
     /// # use synopses::sampling::WeightedReservoir;
     /// # use synopses::core::Weight;
     /// let mut r = WeightedReservoir::new(3, 0)?;
-    /// r.observe("a", Weight::new(2.0)?);
+    /// r.observe_weighted("a", Weight::new(2.0)?);
     /// assert_eq!(r.iter().next(), Some(&("a", 2.0)));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -149,10 +155,11 @@ impl<T> WeightedReservoir<T> {
     /// # use synopses::sampling::WeightedReservoir;
     /// # use synopses::core::Weight;
     /// let mut r = WeightedReservoir::new(3, 0)?;
-    /// r.observe("a", Weight::ONE);
+    /// r.observe_weighted("a", Weight::ONE);
     /// assert_eq!(r.into_vec(), vec![("a", 1.0)]);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn into_vec(self) -> Vec<(T, f64)> {
         self.state.sample.into_sorted_items()
     }
@@ -164,25 +171,28 @@ impl<T> WeightedReservoir<T> {
     /// # use synopses::sampling::WeightedReservoir;
     /// # use synopses::core::Weight;
     /// let mut r = WeightedReservoir::new(10, 0)?;
-    /// (0..100_000_u64).for_each(|i| r.observe(i, Weight::ONE));
+    /// (0..100_000_u64).for_each(|i| r.observe_weighted(i, Weight::ONE));
     /// assert!(r.random_draws() < 3 * 10 * (1 + 10)); // far fewer than 100 000
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn random_draws(&self) -> u64 {
         self.state.rng.draws()
     }
 
-    /// Observes an item of the given weight.
+    /// Observes `item` with weight `weight`. A [`Weight`] is finite and above zero, checked
+    /// once where it is made (`Weight::new(w)?`), so observing cannot fail.
     ///
     /// ```
     /// # use synopses::sampling::WeightedReservoir;
     /// # use synopses::core::Weight;
     /// let mut r = WeightedReservoir::new(1, 0)?;
-    /// r.observe(7_u64, Weight::new(3.0)?);
+    /// r.observe_weighted(7_u64, Weight::new(3.0)?);
     /// assert_eq!(r.len(), 1);
+    /// assert!(Weight::new(f64::NAN).is_err()); // no weight, so nothing to observe
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn observe(&mut self, item: T, weight: Weight) {
+    pub fn observe_weighted(&mut self, item: T, weight: Weight) {
         let w = weight.get();
         self.state.seen = self.state.seen.saturating_add(1);
         self.total_weight = (self.total_weight + w).min(f64::MAX);
@@ -201,7 +211,7 @@ impl<T> WeightedReservoir<T> {
     }
 
     /// Observes every `(item, weight)` pair of an iterator: the same sample as
-    /// [`observe`](Self::observe) one by one, with the running sums in locals rather than in
+    /// [`observe_weighted`](Self::observe_weighted) one by one, with the running sums in locals rather than in
     /// the struct, whose store-and-reload chain bounded the loop (measured 3.5 → 0.8 ns per item).
     ///
     /// ```
@@ -216,7 +226,7 @@ impl<T> WeightedReservoir<T> {
         let mut items = items.into_iter();
         while !self.state.sample.is_full() {
             let Some((item, weight)) = items.next() else { return };
-            self.observe(item, weight);
+            self.observe_weighted(item, weight);
         }
         loop {
             // The inner loop makes no call, so the compiler keeps the sums in registers (with
@@ -253,22 +263,6 @@ impl<T> WeightedReservoir<T> {
         self.draw_jump();
     }
 
-    /// Observes an item of weight `weight`, if it is a valid [`Weight`] (finite, above zero);
-    /// otherwise returns the error and changes nothing.
-    ///
-    /// ```
-    /// # use synopses::sampling::WeightedReservoir;
-    /// let mut r = WeightedReservoir::new(3, 0)?;
-    /// r.observe_weighted("a", 2.0)?;
-    /// assert!(r.observe_weighted("b", f64::NAN).is_err());
-    /// assert_eq!(r.seen(), 1);
-    /// # Ok::<(), synopses::ConfigError>(())
-    /// ```
-    pub fn observe_weighted(&mut self, item: T, weight: f64) -> Result<(), ConfigError> {
-        self.observe(item, Weight::new(weight)?);
-        Ok(())
-    }
-
     /// Merges `other` in: exactly distributed as the sample of one reservoir that saw both
     /// streams (the `k` smallest keys of both). Capacities must match; two non-empty
     /// reservoirs of the same random stream are refused (see
@@ -280,8 +274,8 @@ impl<T> WeightedReservoir<T> {
     ///
     /// let mut a = WeightedReservoir::new(3, 1)?;
     /// let mut b = WeightedReservoir::new(3, 2)?;
-    /// (0..100_u64).for_each(|i| a.observe(i, Weight::ONE));
-    /// (100..200_u64).for_each(|i| b.observe(i, Weight::ONE));
+    /// (0..100_u64).for_each(|i| a.observe_weighted(i, Weight::ONE));
+    /// (100..200_u64).for_each(|i| b.observe_weighted(i, Weight::ONE));
     /// a.merge(&b)?;
     /// assert_eq!((a.seen(), a.len()), (200, 3));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -305,10 +299,11 @@ impl<T> WeightedReservoir<T> {
     /// # use synopses::sampling::WeightedReservoir;
     /// # use synopses::core::Weight;
     /// let mut r = WeightedReservoir::new(10, 0)?;
-    /// (0..100_u64).for_each(|i| r.observe(i, Weight::ONE));
+    /// (0..100_u64).for_each(|i| r.observe_weighted(i, Weight::ONE));
     /// assert!(r.size_in_bytes() >= 10 * 24);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.state.entry_bytes()
     }
@@ -329,7 +324,7 @@ impl<T: Item> WeightedReservoir<T> {
     /// use synopses::sampling::WeightedReservoir;
     ///
     /// let mut x = WeightedReservoir::new(2, 5)?;
-    /// x.observe("a".to_string(), Weight::new(2.0)?);
+    /// x.observe_weighted("a".to_string(), Weight::new(2.0)?);
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -349,7 +344,7 @@ impl<T: Item> WeightedReservoir<T> {
     /// use synopses::sampling::WeightedReservoir;
     ///
     /// let mut r = WeightedReservoir::new(2, 5)?;
-    /// r.observe(10_u64, Weight::ONE);
+    /// r.observe_weighted(10_u64, Weight::ONE);
     /// assert_eq!(r.to_bytes().len(), 4 + 40 + 24 + 8);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
@@ -365,7 +360,7 @@ impl<T: Item> WeightedReservoir<T> {
     /// use synopses::sampling::WeightedReservoir;
     ///
     /// let mut r = WeightedReservoir::new(2, 5)?;
-    /// r.observe(10_u64, Weight::new(4.0)?);
+    /// r.observe_weighted(10_u64, Weight::new(4.0)?);
     /// assert_eq!(WeightedReservoir::<u64>::from_bytes(&r.to_bytes())?, r);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -408,7 +403,7 @@ impl<T> fmt::Debug for WeightedReservoir<T> {
 
 impl<T> Operator<(T, Weight)> for WeightedReservoir<T> {
     fn observe(&mut self, (item, weight): (T, Weight)) {
-        WeightedReservoir::observe(self, item, weight);
+        WeightedReservoir::observe_weighted(self, item, weight);
     }
 
     fn observe_all<I: IntoIterator<Item = (T, Weight)>>(&mut self, items: I) {
@@ -418,7 +413,13 @@ impl<T> Operator<(T, Weight)> for WeightedReservoir<T> {
 
 impl<'a, T: Clone> Operator<&'a (T, Weight)> for WeightedReservoir<T> {
     fn observe(&mut self, (item, weight): &'a (T, Weight)) {
-        WeightedReservoir::observe(self, item.clone(), *weight);
+        WeightedReservoir::observe_weighted(self, item.clone(), *weight);
+    }
+}
+
+impl<T> Extend<(T, Weight)> for WeightedReservoir<T> {
+    fn extend<I: IntoIterator<Item = (T, Weight)>>(&mut self, items: I) {
+        WeightedReservoir::observe_all(self, items);
     }
 }
 

@@ -39,6 +39,7 @@ impl Load {
     /// let idle = Load { offered: 0, elapsed: 0.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 };
     /// assert_eq!(idle.input_rate(), 0.0);
     /// ```
+    #[must_use]
     pub fn input_rate(&self) -> f64 {
         if self.elapsed > 0.0 { self.offered as f64 / self.elapsed } else { 0.0 }
     }
@@ -92,6 +93,7 @@ impl Load {
 /// ```
 pub trait RateController {
     /// The keep probability in force, in `[MIN_KEEP_PROBABILITY, 1]`.
+    #[must_use]
     fn keep_probability(&self) -> f64;
 
     /// Takes one control step. A controller must stay usable whatever the load: the
@@ -166,8 +168,8 @@ impl RateController for FixedRate {
 /// ```
 /// use synopses::shedding::{Headroom, Load, RateController};
 ///
-/// // One core (C = 1 s of work per second), 10 % headroom; items cost 1 ms each.
-/// let mut c = Headroom::new(1.0, 0.9)?;
+/// // One core (C = 1 s of work per second, the default), 10 % headroom; items cost 1 ms each.
+/// let mut c = Headroom::new(0.9)?;
 /// c.update(&Load { offered: 3000, elapsed: 1.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 });
 /// assert!((c.keep_probability() - 0.3).abs() < 1e-9); // 3000 items/s × 1 ms = 3 s/s; keep 0.9/3
 /// # Ok::<(), synopses::ConfigError>(())
@@ -183,17 +185,18 @@ pub struct Headroom {
 }
 
 impl Headroom {
-    /// A controller for `capacity` seconds of work per second (1 for one core) and headroom
-    /// `headroom` in `(0, 1]`, draining a queue in 1 second, smoothing the input rate with
-    /// weight 0.5 per step.
+    /// A controller keeping the load under a fraction `headroom` in `(0, 1]` of the capacity,
+    /// for a capacity of 1 second of work per second (one core), draining a queue in 1 second,
+    /// smoothing the input rate with weight 0.5 per step.
     ///
     /// ```
     /// # use synopses::shedding::Headroom;
-    /// assert!(Headroom::new(1.0, 0.0).is_err() && Headroom::new(-1.0, 0.9).is_err());
+    /// assert!(Headroom::new(0.9).is_ok());
+    /// assert!(Headroom::new(0.0).is_err() && Headroom::new(1.5).is_err());
     /// ```
-    pub fn new(capacity: f64, headroom: f64) -> Result<Self, ConfigError> {
+    pub fn new(headroom: f64) -> Result<Self, ConfigError> {
         Ok(Self {
-            capacity: positive("capacity", capacity)?,
+            capacity: 1.0,
             headroom: probability("headroom", headroom)?,
             drain_time: 1.0,
             smoothing: 0.5,
@@ -202,12 +205,28 @@ impl Headroom {
         })
     }
 
+    /// The same controller for a capacity of `seconds_per_second` seconds of work per second
+    /// (finite, above zero): 4 for four cores, 0.5 for half of one.
+    ///
+    /// ```
+    /// use synopses::shedding::{Headroom, Load, RateController};
+    ///
+    /// let mut c = Headroom::new(0.9)?.with_capacity(2.0)?;
+    /// c.update(&Load { offered: 3000, elapsed: 1.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 });
+    /// assert!((c.keep_probability() - 0.6).abs() < 1e-9); // 1.8 s of the 3 s offered each second
+    /// assert!(Headroom::new(0.9)?.with_capacity(0.0).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_capacity(self, seconds_per_second: f64) -> Result<Self, ConfigError> {
+        Ok(Self { capacity: positive("capacity", seconds_per_second)?, ..self })
+    }
+
     /// The same controller, draining a queue in `seconds` (finite, above zero) instead.
     ///
     /// ```
     /// # use synopses::shedding::Headroom;
-    /// assert!(Headroom::new(1.0, 0.9)?.with_drain_time(0.1).is_ok());
-    /// assert!(Headroom::new(1.0, 0.9)?.with_drain_time(0.0).is_err());
+    /// assert!(Headroom::new(0.9)?.with_drain_time(0.1).is_ok());
+    /// assert!(Headroom::new(0.9)?.with_drain_time(0.0).is_err());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_drain_time(self, seconds: f64) -> Result<Self, ConfigError> {
@@ -219,8 +238,8 @@ impl Headroom {
     ///
     /// ```
     /// # use synopses::shedding::Headroom;
-    /// assert!(Headroom::new(1.0, 0.9)?.with_smoothing(1.0).is_ok());
-    /// assert!(Headroom::new(1.0, 0.9)?.with_smoothing(2.0).is_err());
+    /// assert!(Headroom::new(0.9)?.with_smoothing(1.0).is_ok());
+    /// assert!(Headroom::new(0.9)?.with_smoothing(2.0).is_err());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_smoothing(self, weight: f64) -> Result<Self, ConfigError> {
@@ -232,11 +251,12 @@ impl Headroom {
     /// ```
     /// use synopses::shedding::{Headroom, Load, RateController};
     ///
-    /// let mut c = Headroom::new(1.0, 0.9)?;
+    /// let mut c = Headroom::new(0.9)?;
     /// c.update(&Load { offered: 50, elapsed: 0.1, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 });
     /// assert_eq!(c.input_rate(), 500.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn input_rate(&self) -> f64 {
         self.rate.unwrap_or(0.0)
     }
@@ -284,9 +304,9 @@ impl RateController for Headroom {
 /// more slowly than [`Headroom`], and its gains trade speed against overshoot.
 ///
 /// ```
-/// use synopses::shedding::{Load, PiController, RateController};
+/// use synopses::shedding::{Load, PiController, PiGains, RateController};
 ///
-/// let mut c = PiController::new(0.05, 0.2, 2.0)?; // target 50 ms
+/// let mut c = PiController::new(0.05, PiGains { proportional: 0.2, integral: 2.0 })?; // target 50 ms
 /// for _ in 0..20 {
 ///     // The delay stays at 500 ms: the controller backs off.
 ///     c.update(&Load { offered: 100, elapsed: 0.1, queue_len: 500, cost_per_item: 0.001, queue_delay: 0.5 });
@@ -303,19 +323,40 @@ pub struct PiController {
     keep_probability: f64,
 }
 
+/// The gains of a [`PiController`]: how far one step moves the keep probability for a
+/// change in the relative error (`K_p`), and per second of a standing error (`K_i`).
+/// Larger gains react faster and overshoot more.
+///
+/// ```
+/// use synopses::shedding::{PiController, PiGains};
+///
+/// let gains = PiGains { proportional: 0.3, integral: 5.0 };
+/// assert!(PiController::new(0.02, gains).is_ok());
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PiGains {
+    /// `K_p`: the step for a change of the relative error by 1.
+    pub proportional: f64,
+    /// `K_i`, per second: the step per second of a relative error of 1.
+    pub integral: f64,
+}
+
 impl PiController {
-    /// A controller holding the queueing delay at `target_delay` seconds, with gains
-    /// `proportional` (`K_p`) and `integral` (`K_i`, per second); all finite and above zero.
+    /// A controller holding the queueing delay at `target_delay` seconds with `gains`; the
+    /// delay and both gains finite and above zero.
     ///
     /// ```
-    /// # use synopses::shedding::PiController;
-    /// assert!(PiController::new(0.0, 0.2, 2.0).is_err());
+    /// # use synopses::shedding::{PiController, PiGains};
+    /// let gains = PiGains { proportional: 0.2, integral: 2.0 };
+    /// assert!(PiController::new(0.0, gains).is_err());
+    /// assert!(PiController::new(0.05, PiGains { integral: -1.0, ..gains }).is_err());
     /// ```
-    pub fn new(target_delay: f64, proportional: f64, integral: f64) -> Result<Self, ConfigError> {
+    pub fn new(target_delay: f64, gains: PiGains) -> Result<Self, ConfigError> {
         Ok(Self {
             target_delay: positive("target_delay", target_delay)?,
-            proportional: positive("proportional", proportional)?,
-            integral: positive("integral", integral)?,
+            proportional: positive("proportional", gains.proportional)?,
+            integral: positive("integral", gains.integral)?,
             previous_error: 0.0,
             keep_probability: 1.0,
         })

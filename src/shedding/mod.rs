@@ -10,7 +10,7 @@
 //!
 //! | piece | what it does |
 //! |---|---|
-//! | [`LoadShedder`] | wraps any operator; keeps a fraction `p` of the items and forwards each with a weight |
+//! | [`LoadShedder`] | wraps any operator; keeps a fraction `p` of the items and forwards each, with its weight ([`new`](LoadShedder::new)) or alone to a sketch ([`unweighted`](LoadShedder::unweighted)) |
 //! | [`RandomDrop`] | keeps each item with probability `p`, weight `1/p`; about `min(p, 1 − p)` random numbers per item |
 //! | [`KeyHashDrop`] | keeps the items whose key hashes below `p`: all or none of each key, weight `1/p` |
 //! | [`SemanticDrop`] | keeps the items of highest utility (a function you give), weight 1 |
@@ -63,6 +63,16 @@
 //! behind it estimates `p` times the number of distinct keys, so its estimate divided by `p`
 //! is unbiased, with the sketch's error plus the binomial error `√((1 − p)/(p·D))` of keeping
 //! `p·D` of `D` keys. `tests/accuracy.rs` shows both, HyperLogLog behind each policy.
+//!
+//! # A sketch behind a shedder
+//!
+//! A sketch takes plain items, so [`LoadShedder::unweighted`] hands it the kept items without
+//! their weights, and the sketch answers about the kept items only: a distinct count behind a
+//! key-hash policy counts the kept keys (divide by `p`), a Count-Min behind random drops
+//! counts about `p` times each frequency (divide by `p`), a Bloom filter behind either misses
+//! dropped keys. Scaling by `1/p` is right only while `p` stays fixed; the table at
+//! [`LoadShedder::unweighted`] lists each case. Estimates that stay unbiased while a
+//! controller moves `p` need the weights: [`LoadShedder::new`] with [`HorvitzThompson`].
 //!
 //! # Random versus semantic drops
 //!
@@ -121,7 +131,7 @@ mod policy;
 mod shedder;
 mod simulator;
 
-pub use controller::{FixedRate, Headroom, Load, MIN_KEEP_PROBABILITY, PiController, RateController};
+pub use controller::{FixedRate, Headroom, Load, MIN_KEEP_PROBABILITY, PiController, PiGains, RateController};
 pub use policy::{DropPolicy, KeyHashDrop, PartPolicy, RandomDrop, SemanticDrop};
-pub use shedder::{HorvitzThompson, LoadShedder, ShedStats, Unweighted, Value};
+pub use shedder::{Forward, HorvitzThompson, ItemsOnly, LoadShedder, ShedStats, Value, WithWeights};
 pub use simulator::{Phase, Report, Simulation, Snapshot};

@@ -134,6 +134,7 @@ impl RandomDrop {
     /// # use synopses::shedding::RandomDrop;
     /// assert_eq!(RandomDrop::new(3).seed(), 3);
     /// ```
+    #[must_use]
     pub fn new(seed: u64) -> Self {
         Self::on_stream(seed, 0)
     }
@@ -149,6 +150,7 @@ impl RandomDrop {
     /// # use synopses::shedding::RandomDrop;
     /// assert_eq!(RandomDrop::new(9).seed(), 9);
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -164,6 +166,7 @@ impl RandomDrop {
     /// }
     /// assert_eq!(policy.random_draws(), 0); // p = 1 keeps everything without drawing
     /// ```
+    #[must_use]
     pub fn random_draws(&self) -> u64 {
         self.rng.draws()
     }
@@ -380,6 +383,7 @@ impl KeyHashDrop {
     /// # use synopses::shedding::KeyHashDrop;
     /// assert_eq!(KeyHashDrop::new().seed(), KeyHashDrop::DEFAULT_SEED);
     /// ```
+    #[must_use]
     pub fn new() -> Self {
         Self { seed: Self::DEFAULT_SEED }
     }
@@ -390,6 +394,7 @@ impl KeyHashDrop {
     /// # use synopses::shedding::KeyHashDrop;
     /// assert_eq!(KeyHashDrop::with_seed(4).seed(), 4);
     /// ```
+    #[must_use]
     pub fn with_seed(seed: u64) -> Self {
         Self { seed }
     }
@@ -400,6 +405,7 @@ impl KeyHashDrop {
     /// # use synopses::shedding::KeyHashDrop;
     /// assert_eq!(KeyHashDrop::with_seed(4).seed(), 4);
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -509,6 +515,7 @@ impl<F> SemanticDrop<F> {
     /// let policy = SemanticDrop::new(|x: &u64| *x as f64);
     /// # let _ = policy;
     /// ```
+    #[must_use]
     pub fn new(utility: F) -> Self {
         Self { utility, recent: Vec::new(), next: 0, cut: f64::NEG_INFINITY, cut_p: f64::NAN, since_cut: 0 }
     }
@@ -524,6 +531,7 @@ impl<F> SemanticDrop<F> {
     /// }
     /// assert!((45.0..=55.0).contains(&policy.cut()));
     /// ```
+    #[must_use]
     pub fn cut(&self) -> f64 {
         self.cut
     }

@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::marker::PhantomData;
 
 use super::controller::{Load, RateController};
 use super::policy::{DropPolicy, PartPolicy};
@@ -33,6 +34,7 @@ impl ShedStats {
     /// # use synopses::shedding::ShedStats;
     /// assert_eq!(ShedStats { offered: 5, kept: 5 }.dropped(), 0);
     /// ```
+    #[must_use]
     pub fn dropped(&self) -> u64 {
         self.offered.saturating_sub(self.kept)
     }
@@ -43,20 +45,107 @@ impl ShedStats {
     /// # use synopses::shedding::ShedStats;
     /// assert_eq!(ShedStats::default().kept_fraction(), 1.0);
     /// ```
+    #[must_use]
     pub fn kept_fraction(&self) -> f64 {
         if self.offered == 0 { 1.0 } else { self.kept as f64 / self.offered as f64 }
     }
 }
 
+/// How a [`LoadShedder`] hands a kept item on: with its weight, as an `(item, weight)` pair
+/// ([`WithWeights`], what [`LoadShedder::new`] builds), or alone ([`ItemsOnly`], what
+/// [`LoadShedder::unweighted`] builds). Those two are the only implementations.
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::shedding::{FixedRate, Forward, ItemsOnly, KeyHashDrop, LoadShedder};
+///
+/// // Generic code over both kinds of shedder names the forwarding in its bounds.
+/// fn feed<O, P, C, F>(s: &mut LoadShedder<O, P, C, F>, n: u64)
+/// where
+///     P: synopses::shedding::DropPolicy<u64>,
+///     C: synopses::shedding::RateController,
+///     F: Forward<O, u64>,
+/// {
+///     (0..n).for_each(|i| s.observe(i));
+/// }
+/// let mut s: LoadShedder<_, _, _, ItemsOnly> =
+///     LoadShedder::unweighted(HyperLogLog::new(12)?, KeyHashDrop::new(), FixedRate::new(1.0)?);
+/// feed(&mut s, 100);
+/// assert_eq!(s.inner().estimate().round(), 100.0);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+pub trait Forward<O, T>: sealed::Sealed {
+    /// Hands `item`, kept with weight `weight`, to `inner`.
+    fn forward(inner: &mut O, item: T, weight: Weight);
+}
+
+mod sealed {
+    /// Keeps [`Forward`](super::Forward) to the two ways this module defines.
+    pub trait Sealed {}
+    impl Sealed for super::WithWeights {}
+    impl Sealed for super::ItemsOnly {}
+}
+
+/// Kept items go on as `(item, weight)` pairs, the weight `1/p` for the random and key-hash
+/// policies: what estimators of totals need ([`HorvitzThompson`], the weighted samplers).
+/// A type-level marker, never a value.
+///
+/// ```
+/// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop, WithWeights};
+///
+/// let s: LoadShedder<HorvitzThompson, RandomDrop, FixedRate, WithWeights> =
+///     LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(0.5)?);
+/// # let _ = s;
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WithWeights {}
+
+/// Kept items go on alone, their weights dropped: for an operator that takes plain items (a
+/// sketch). Its answers are then about the kept items only; [`LoadShedder::unweighted`] says
+/// how to read them. A type-level marker, never a value.
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::shedding::{FixedRate, ItemsOnly, KeyHashDrop, LoadShedder};
+///
+/// let s: LoadShedder<HyperLogLog, KeyHashDrop, FixedRate, ItemsOnly> =
+///     LoadShedder::unweighted(HyperLogLog::new(12)?, KeyHashDrop::new(), FixedRate::new(0.5)?);
+/// # let _ = s;
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemsOnly {}
+
+impl<T, O: Operator<(T, Weight)>> Forward<O, T> for WithWeights {
+    #[inline]
+    fn forward(inner: &mut O, item: T, weight: Weight) {
+        inner.observe((item, weight));
+    }
+}
+
+impl<T, O: Operator<T>> Forward<O, T> for ItemsOnly {
+    #[inline]
+    fn forward(inner: &mut O, item: T, _: Weight) {
+        inner.observe(item);
+    }
+}
+
 /// A load shedder: an operator in front of another that drops part of the stream under
 /// overload. A [`RateController`] sets the keep probability `p` from the load; a
-/// [`DropPolicy`] decides which items to keep; kept items go on to the inner operator with
-/// the weight the policy gives them (`1/p` for the random and key-hash policies), so that
-/// counts and sums estimated downstream stay unbiased even while `p` changes.
+/// [`DropPolicy`] decides which items to keep; kept items go on to the inner operator.
 ///
-/// The inner operator takes `(item, weight)` pairs: [`HorvitzThompson`] estimates counts,
-/// sums and means from them, the weighted samplers sample them, and [`Unweighted`] passes the
-/// items alone to any other operator (a sketch behind a key-hash policy, say).
+/// Two ways to build one, by what the inner operator takes:
+///
+/// * [`new`](Self::new): an operator of `(item, weight)` pairs, each kept item with the weight
+///   the policy gives it (`1/p` for the random and key-hash policies), so that counts and
+///   sums estimated downstream stay unbiased even while `p` changes: [`HorvitzThompson`]
+///   estimates counts, sums and means, the weighted samplers sample.
+/// * [`unweighted`](Self::unweighted): any operator of plain items (a sketch), which sees
+///   the kept items alone and answers about them; read its answers as that method says.
+///
+/// Either way, items go in with [`observe`](Self::observe) (or
+/// [`observe_kept`](Self::observe_kept), which also says whether the item was kept).
 ///
 /// ```
 /// use synopses::core::Confidence;
@@ -65,7 +154,7 @@ impl ShedStats {
 /// // Keep 10 % of 100 000 readings and still estimate their sum.
 /// let mut shedder = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(42), FixedRate::new(0.1)?);
 /// for reading in 0..100_000_u64 {
-///     shedder.offer(reading % 100);
+///     shedder.observe(reading % 100);
 /// }
 /// let sum = shedder.inner().sum();
 /// assert!(sum.bounds(Confidence::ThreeSigma).contains(4_950_000.0));
@@ -73,17 +162,19 @@ impl ShedStats {
 /// # Ok::<(), synopses::ConfigError>(())
 /// ```
 #[derive(Clone)]
-pub struct LoadShedder<O, P, C> {
+pub struct LoadShedder<O, P, C, F = WithWeights> {
     inner: O,
     policy: P,
     controller: C,
     stats: ShedStats,
-    /// `stats.offered` at the previous control step (so an offer counts once, not twice).
+    /// `stats.offered` at the previous control step (so an item counts once, not twice).
     offered_at_control: u64,
+    forward: PhantomData<F>,
 }
 
 impl<O, P, C: RateController> LoadShedder<O, P, C> {
-    /// A shedder in front of `inner`, dropping with `policy` at the rate `controller` sets.
+    /// A shedder in front of `inner`, an operator of `(item, weight)` pairs, dropping with
+    /// `policy` at the rate `controller` sets: each kept item goes on with its weight.
     ///
     /// ```
     /// use synopses::shedding::{FixedRate, HorvitzThompson, KeyHashDrop, LoadShedder};
@@ -93,40 +184,105 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn new(inner: O, policy: P, controller: C) -> Self {
-        Self { inner, policy, controller, stats: ShedStats::default(), offered_at_control: 0 }
+        Self::forwarding(inner, policy, controller)
+    }
+}
+
+impl<O, P, C: RateController> LoadShedder<O, P, C, ItemsOnly> {
+    /// A shedder in front of `inner`, an operator of plain items (a sketch), dropping with
+    /// `policy` at the rate `controller` sets: each kept item goes on alone, and its weight
+    /// `1/p` is lost. The sketch then answers about the kept items, not the stream:
+    ///
+    /// | behind | [`KeyHashDrop`](super::KeyHashDrop) | [`RandomDrop`](super::RandomDrop) |
+    /// |---|---|---|
+    /// | a distinct count ([`HyperLogLog`](crate::cardinality::HyperLogLog)) | `p` times the distinct keys: divide by `p` | biased (a key seen often survives, a key seen once seldom): no fix |
+    /// | a key's frequency ([`CountMin`](crate::frequency::CountMin)) | a kept key's frequency; for a dropped key, only the sketch's error | about `p` times it: divide by `p` |
+    /// | membership ([`Bloom`](crate::membership::Bloom)) | no for every dropped key, a fraction `1 − p` of them | no for a key seen `m` times with probability `(1 − p)^m` |
+    /// | a uniform sample ([`Reservoir`](crate::sampling::Reservoir)) | of the kept keys' items, each key with all its items or none | of the items, still uniform; its `seen` count about `p` times the items offered |
+    ///
+    /// Dividing by `p` holds only for a `p` that never changed, as a [`FixedRate`](super::FixedRate)
+    /// sets it: the sketch cannot know which items came in at which `p`, and a falling `p`
+    /// under a key-hash policy stops keeping keys it kept before. To estimate counts and sums
+    /// while a controller moves `p`, use [`new`](LoadShedder::new) with a weighted operator
+    /// ([`HorvitzThompson`]); for distinct counts, a fixed `p`. A
+    /// [`SemanticDrop`](super::SemanticDrop) gives kept items weight 1, so nothing is lost:
+    /// the sketch answers about the kept items as about any stream, and about them only.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::shedding::{FixedRate, KeyHashDrop, LoadShedder};
+    ///
+    /// let mut s = LoadShedder::unweighted(HyperLogLog::new(12)?, KeyHashDrop::new(), FixedRate::new(0.25)?);
+    /// for i in 0..400_000_u64 {
+    ///     s.observe(i % 100_000); // 100 000 distinct keys, each offered 4 times
+    /// }
+    /// // The sketch counted the kept keys, about a quarter of them: scale by 1/p.
+    /// let distinct = s.inner().estimate() / s.keep_probability();
+    /// assert!((distinct / 100_000.0 - 1.0).abs() < 0.05);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn unweighted(inner: O, policy: P, controller: C) -> Self {
+        Self::forwarding(inner, policy, controller)
+    }
+}
+
+impl<O, P, C: RateController, F> LoadShedder<O, P, C, F> {
+    /// A shedder of either kind, with nothing offered yet.
+    fn forwarding(inner: O, policy: P, controller: C) -> Self {
+        Self { inner, policy, controller, stats: ShedStats::default(), offered_at_control: 0, forward: PhantomData }
     }
 
-    /// Offers one item: the policy keeps it or drops it at the current keep probability;
-    /// a kept item goes to the inner operator with its weight. Returns whether it was kept.
+    /// Observes one item: the policy keeps it or drops it at the current keep probability,
+    /// and a kept item goes on to the inner operator (with its weight, for a shedder made by
+    /// [`new`](LoadShedder::new)).
     ///
     /// ```
     /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
     ///
     /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(1.0)?);
-    /// assert!(s.offer(3.5));
+    /// s.observe(3.5);
     /// assert_eq!(s.inner().sum().value, 3.5);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     #[inline]
-    pub fn offer<T>(&mut self, item: T) -> bool
+    pub fn observe<T>(&mut self, item: T)
     where
         P: DropPolicy<T>,
-        O: Operator<(T, Weight)>,
+        F: Forward<O, T>,
+    {
+        let _ = self.observe_kept(item);
+    }
+
+    /// Observes one item as [`observe`](Self::observe) does, and returns whether it was kept.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
+    ///
+    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(1.0)?);
+    /// assert!(s.observe_kept(3.5));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    #[must_use = "use `observe` when whether the item was kept does not matter"]
+    pub fn observe_kept<T>(&mut self, item: T) -> bool
+    where
+        P: DropPolicy<T>,
+        F: Forward<O, T>,
     {
         self.stats.offered = self.stats.offered.saturating_add(1);
         match self.policy.decide(&item, self.controller.keep_probability()) {
             Some(weight) => {
                 self.stats.kept = self.stats.kept.saturating_add(1);
-                self.inner.observe((item, weight));
+                F::forward(&mut self.inner, item, weight);
                 true
             }
             None => false,
         }
     }
 
-    /// Offers every item of a slice at the keep probability in force, through the policy's
+    /// Observes every item of a slice at the keep probability in force, through the policy's
     /// batch path ([`DropPolicy::decide_slice`]), which skips the dropped items without
-    /// looking at them where it can: the same decisions and the same inner state as offering
+    /// looking at them where it can: the same decisions and the same inner state as observing
     /// them one by one. Kept items are cloned into the inner operator.
     ///
     /// ```
@@ -134,21 +290,21 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     ///
     /// let readings: Vec<f64> = (0..100_000).map(|i| f64::from(i % 100)).collect();
     /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(3), FixedRate::new(0.5)?);
-    /// s.offer_slice(&readings);
+    /// s.observe_slice(&readings);
     /// assert_eq!(s.stats().offered, 100_000);
     /// assert!((s.inner().count().value / 100_000.0 - 1.0).abs() < 0.02);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn offer_slice<T: Clone>(&mut self, items: &[T])
+    pub fn observe_slice<T: Clone>(&mut self, items: &[T])
     where
         P: DropPolicy<T>,
-        O: Operator<(T, Weight)>,
+        F: Forward<O, T>,
     {
         let inner = &mut self.inner;
         let mut kept = 0;
         self.policy.decide_slice(items, self.controller.keep_probability(), |item, weight| {
             kept += 1;
-            inner.observe((item.clone(), weight));
+            F::forward(inner, item.clone(), weight);
         });
         self.stats.offered = self.stats.offered.saturating_add(items.len() as u64);
         self.stats.kept = self.stats.kept.saturating_add(kept);
@@ -166,9 +322,9 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     /// ```
     /// use synopses::shedding::{Headroom, HorvitzThompson, Load, LoadShedder, RandomDrop};
     ///
-    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(1.0, 0.9)?);
+    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), Headroom::new(0.9)?);
     /// for x in 0..3000_u64 {
-    ///     s.offer(x);
+    ///     s.observe(x);
     /// }
     /// // One second went by; items cost 1 ms: 3 s of work offered per second, 0.9 affordable.
     /// s.control(Load { offered: 0, elapsed: 1.0, queue_len: 0, cost_per_item: 0.001, queue_delay: 0.0 })?;
@@ -193,6 +349,7 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     /// assert_eq!(s.keep_probability(), 0.2);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn keep_probability(&self) -> f64 {
         self.controller.keep_probability()
     }
@@ -202,10 +359,11 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     /// ```
     /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
     /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(1.0)?);
-    /// s.offer(1_u64);
+    /// s.observe(1_u64);
     /// assert_eq!(s.stats().kept, 1);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn stats(&self) -> ShedStats {
         self.stats
     }
@@ -218,6 +376,7 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     /// assert_eq!(s.inner().count().value, 0.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn inner(&self) -> &O {
         &self.inner
     }
@@ -243,6 +402,7 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     /// # let _ = ht;
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn into_inner(self) -> O {
         self.inner
     }
@@ -255,12 +415,27 @@ impl<O, P, C: RateController> LoadShedder<O, P, C> {
     /// assert_eq!(s.controller().keep_probability(), 0.5);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn controller(&self) -> &C {
         &self.controller
     }
+
+    /// The drop policy.
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, HorvitzThompson, LoadShedder, RandomDrop};
+    /// let mut s = LoadShedder::new(HorvitzThompson::new(), RandomDrop::new(1), FixedRate::new(0.1)?);
+    /// (0..1000_u64).for_each(|x| s.observe(x));
+    /// assert!(s.policy().random_draws() < 200); // about one per kept item
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
 }
 
-impl<O: fmt::Debug, P: fmt::Debug, C: RateController + fmt::Debug> fmt::Debug for LoadShedder<O, P, C> {
+impl<O: fmt::Debug, P: fmt::Debug, C: RateController + fmt::Debug, F> fmt::Debug for LoadShedder<O, P, C, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LoadShedder")
             .field("keep_probability", &self.keep_probability())
@@ -272,13 +447,13 @@ impl<O: fmt::Debug, P: fmt::Debug, C: RateController + fmt::Debug> fmt::Debug fo
     }
 }
 
-impl<T, O: Operator<(T, Weight)>, P: DropPolicy<T>, C: RateController> Operator<T> for LoadShedder<O, P, C> {
+impl<T, O, P: DropPolicy<T>, C: RateController, F: Forward<O, T>> Operator<T> for LoadShedder<O, P, C, F> {
     fn observe(&mut self, item: T) {
-        self.offer(item);
+        LoadShedder::observe(self, item);
     }
 }
 
-impl<O: Mergeable, P: PartPolicy + Clone, C: RateController + Clone> Mergeable for LoadShedder<O, P, C> {
+impl<O: Mergeable, P: PartPolicy + Clone, C: RateController + Clone, F> Mergeable for LoadShedder<O, P, C, F> {
     /// The shedder and its inner operator's heap (a policy or controller's own heap, such as
     /// a semantic policy's window, is not counted).
     fn size_in_bytes(&self) -> usize {
@@ -302,57 +477,14 @@ impl<O: Mergeable, P: PartPolicy + Clone, C: RateController + Clone> Mergeable f
     /// An empty shedder of the same configuration, whose policy draws from a stream of its
     /// own (a copy of this policy would repeat its choices).
     fn empty_like(&self) -> Self {
-        Self::new(self.inner.empty_like(), self.policy.part(u64::MAX), self.controller.clone())
+        Self::forwarding(self.inner.empty_like(), self.policy.part(u64::MAX), self.controller.clone())
     }
 
     /// A shedder for part `index`: the inner operator's part, and a policy with a stream of
     /// its own, derived from `index` and this shedder's count.
     fn empty_part(&self, index: u64) -> Self {
         let part = part_stream(self.stats.offered, 0, index);
-        Self::new(self.inner.empty_part(index), self.policy.part(part), self.controller.clone())
-    }
-}
-
-/// Passes the items behind a shedder to an operator that takes items without weights,
-/// dropping the weights: a distinct-count sketch behind a key-hash policy, for example, whose
-/// estimate divided by `p` estimates the distinct keys offered.
-///
-/// ```
-/// use synopses::cardinality::HyperLogLog;
-/// use synopses::shedding::{FixedRate, KeyHashDrop, LoadShedder, Unweighted};
-///
-/// let mut s = LoadShedder::new(Unweighted(HyperLogLog::new(12)?), KeyHashDrop::new(), FixedRate::new(0.25)?);
-/// for i in 0..400_000_u64 {
-///     s.offer(i % 100_000); // 100 000 distinct keys, each offered 4 times
-/// }
-/// let distinct = s.inner().0.estimate() / s.keep_probability();
-/// assert!((distinct / 100_000.0 - 1.0).abs() < 0.05);
-/// # Ok::<(), synopses::ConfigError>(())
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-pub struct Unweighted<O>(pub O);
-
-impl<T, O: Operator<T>> Operator<(T, Weight)> for Unweighted<O> {
-    fn observe(&mut self, (item, _): (T, Weight)) {
-        self.0.observe(item);
-    }
-}
-
-impl<O: Mergeable> Mergeable for Unweighted<O> {
-    fn size_in_bytes(&self) -> usize {
-        self.0.size_in_bytes()
-    }
-
-    fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
-        self.0.merge(&other.0)
-    }
-
-    fn empty_like(&self) -> Self {
-        Self(self.0.empty_like())
-    }
-
-    fn empty_part(&self, index: u64) -> Self {
-        Self(self.0.empty_part(index))
+        Self::forwarding(self.inner.empty_part(index), self.policy.part(part), self.controller.clone())
     }
 }
 
@@ -409,8 +541,8 @@ value_as_f64!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 /// use synopses::shedding::HorvitzThompson;
 ///
 /// let mut ht = HorvitzThompson::new();
-/// ht.observe(10.0, Weight::new(4.0)?); // kept with probability 1/4: stands for 4 items
-/// ht.observe(20.0, Weight::new(2.0)?);
+/// ht.observe_weighted(10.0, Weight::new(4.0)?); // kept with probability 1/4: stands for 4 items
+/// ht.observe_weighted(20.0, Weight::new(2.0)?);
 /// assert_eq!(ht.count().value, 6.0);
 /// assert_eq!(ht.sum().value, 80.0);
 /// assert_eq!(ht.sum().variance, 4.0 * 3.0 * 100.0 + 2.0 * 1.0 * 400.0);
@@ -510,6 +642,7 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// assert_eq!(HorvitzThompson::new().kept(), 0);
     /// ```
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
@@ -523,12 +656,12 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(2.0, Weight::ONE);
-    /// ht.observe(f64::NAN, Weight::ONE);
+    /// ht.observe_weighted(2.0, Weight::ONE);
+    /// ht.observe_weighted(f64::NAN, Weight::ONE);
     /// assert_eq!((ht.sum().value, ht.kept(), ht.skipped()), (2.0, 1, 1));
     /// ```
     #[inline]
-    pub fn observe(&mut self, value: f64, weight: Weight) {
+    pub fn observe_weighted(&mut self, value: f64, weight: Weight) {
         if !value.is_finite() {
             self.skipped = self.skipped.saturating_add(1);
             return;
@@ -559,10 +692,11 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(1.0, Weight::new(10.0)?);
+    /// ht.observe_weighted(1.0, Weight::new(10.0)?);
     /// assert_eq!(ht.kept(), 1);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn kept(&self) -> u64 {
         self.kept
     }
@@ -574,10 +708,11 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(f64::INFINITY, Weight::new(10.0)?);
+    /// ht.observe_weighted(f64::INFINITY, Weight::new(10.0)?);
     /// assert_eq!((ht.skipped(), ht.count().value), (1, 0.0));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn skipped(&self) -> u64 {
         self.skipped
     }
@@ -588,10 +723,11 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(1.0, Weight::new(10.0)?);
+    /// ht.observe_weighted(1.0, Weight::new(10.0)?);
     /// assert_eq!(ht.count().value, 10.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn count(&self) -> Estimate {
         Estimate { value: self.sum_at(0), variance: self.sum_at(2).max(0.0) }
     }
@@ -602,10 +738,11 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(3.0, Weight::new(10.0)?);
+    /// ht.observe_weighted(3.0, Weight::new(10.0)?);
     /// assert_eq!(ht.sum().value, 30.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn sum(&self) -> Estimate {
         Estimate { value: self.sum_at(1), variance: self.sum_at(4).max(0.0) }
     }
@@ -618,15 +755,16 @@ impl HorvitzThompson {
     /// # use synopses::shedding::HorvitzThompson;
     /// # use synopses::core::Weight;
     /// let mut ht = HorvitzThompson::new();
-    /// ht.observe(3.0, Weight::new(10.0)?);
-    /// ht.observe(5.0, Weight::new(10.0)?);
+    /// ht.observe_weighted(3.0, Weight::new(10.0)?);
+    /// ht.observe_weighted(5.0, Weight::new(10.0)?);
     /// assert_eq!(ht.mean().value, 4.0);
     /// let mut huge = HorvitzThompson::new();
-    /// huge.observe(f64::MAX, Weight::new(f64::MAX)?);
-    /// huge.observe(f64::MAX, Weight::new(f64::MAX)?);
+    /// huge.observe_weighted(f64::MAX, Weight::new(f64::MAX)?);
+    /// huge.observe_weighted(f64::MAX, Weight::new(f64::MAX)?);
     /// assert_eq!(huge.mean().value, f64::MAX);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn mean(&self) -> Estimate {
         if !self.wide {
             let [count, sum, spread, spread_y, spread_yy] = self.sums;
@@ -656,7 +794,7 @@ impl HorvitzThompson {
 
 impl<T: Value> Operator<(T, Weight)> for HorvitzThompson {
     fn observe(&mut self, (item, weight): (T, Weight)) {
-        HorvitzThompson::observe(self, item.value(), weight);
+        HorvitzThompson::observe_weighted(self, item.value(), weight);
     }
 }
 
@@ -691,7 +829,7 @@ mod tests {
         let (mut n, mut s, mut v) = (0.0, 0.0, 0.0);
         for i in 0..1000 {
             let (y, w) = (f64::from(i % 17) - 3.5, 1.0 + f64::from(i % 5) * 0.7);
-            ht.observe(y, weight(w));
+            ht.observe_weighted(y, weight(w));
             n += w;
             s += w * y;
             v += w * (w - 1.0) * y * y;
@@ -705,11 +843,11 @@ mod tests {
         // (An outside review's example: one scale for all the sums would have taken the
         // variance of these thousand items below the subnormals.)
         let mut ht = HorvitzThompson::new();
-        (0..1000).for_each(|_| ht.observe(100.0, weight(2.0)));
-        ht.observe(0.0, weight(f64::MAX));
+        (0..1000).for_each(|_| ht.observe_weighted(100.0, weight(2.0)));
+        ht.observe_weighted(0.0, weight(f64::MAX));
         assert_eq!(ht.sum().variance, 2e7);
         assert_eq!(ht.sum().value, 2e5);
-        ht.observe(1e300, Weight::ONE);
+        ht.observe_weighted(1e300, Weight::ONE);
         assert_eq!(ht.sum().variance, 2e7);
         assert_eq!(ht.count().value, f64::MAX);
     }
@@ -717,19 +855,19 @@ mod tests {
     #[test]
     fn extreme_items_rescale_and_keep_their_means() {
         let mut ht = HorvitzThompson::new();
-        ht.observe(f64::MAX, weight(f64::MAX));
-        ht.observe(-f64::MAX, weight(f64::MAX));
+        ht.observe_weighted(f64::MAX, weight(f64::MAX));
+        ht.observe_weighted(-f64::MAX, weight(f64::MAX));
         assert_eq!(ht.mean().value, 0.0);
         assert_eq!(ht.count().value, f64::MAX);
         // A thousand light items beside one of weight 2^300: the mean is the heavy one's.
         let mut mixed = HorvitzThompson::new();
-        (0..1000).for_each(|_| mixed.observe(1.0, Weight::ONE));
-        mixed.observe(3.0, weight(2f64.powi(300)));
+        (0..1000).for_each(|_| mixed.observe_weighted(1.0, Weight::ONE));
+        mixed.observe_weighted(3.0, weight(2f64.powi(300)));
         assert_eq!(mixed.mean().value, 3.0);
         assert_eq!(mixed.count().value, 2f64.powi(300));
         // Merging rescales to the larger scale, and self-merges never overflow.
         let mut merged = HorvitzThompson::new();
-        merged.observe(2.0, weight(4.0));
+        merged.observe_weighted(2.0, weight(4.0));
         merged.merge(&mixed).expect("estimators merge");
         assert_eq!(merged.mean().value, 3.0);
         for _ in 0..3000 {

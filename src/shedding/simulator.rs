@@ -5,9 +5,9 @@ use std::collections::VecDeque;
 
 use super::controller::{Load, RateController};
 use super::policy::RandomDrop;
-use super::shedder::LoadShedder;
+use super::shedder::{ItemsOnly, LoadShedder};
 use crate::core::random::Stream;
-use crate::core::{ConfigError, Operator, Weight};
+use crate::core::{ConfigError, Operator};
 
 /// One phase of the arrival process: Poisson arrivals at `rate` items per second for
 /// `duration` seconds.
@@ -66,11 +66,12 @@ impl Report {
     /// ```
     /// use synopses::shedding::{FixedRate, Phase, Simulation};
     ///
-    /// let sim = Simulation::new(vec![Phase { duration: 2.0, rate: 1000.0 }], 0.0005, 0.01, 1)?;
+    /// let sim = Simulation::new(vec![Phase { duration: 2.0, rate: 1000.0 }], 0.0005, 1)?;
     /// let report = sim.run(FixedRate::new(0.5)?);
     /// assert!((report.kept_rate(0.0, 2.0) / 500.0 - 1.0).abs() < 0.1);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn kept_rate(&self, from: f64, to: f64) -> f64 {
         let (mut kept, mut time) = (0.0, 0.0);
         let mut previous = 0.0;
@@ -108,8 +109,8 @@ impl Server {
     }
 }
 
-impl Operator<(f64, Weight)> for Server {
-    fn observe(&mut self, (arrival, _): (f64, Weight)) {
+impl Operator<f64> for Server {
+    fn observe(&mut self, arrival: f64) {
         let start = self.free_at.max(arrival);
         // Saturating: a cost of 10^308 s an item runs the server's clock past the floats.
         self.free_at = (start + self.cost).min(f64::MAX);
@@ -123,16 +124,17 @@ impl Operator<(f64, Weight)> for Server {
 /// phases, a [`LoadShedder`] with a random drop policy and the controller under test, and a
 /// single server that takes `cost_per_item` seconds per item (a capacity of
 /// `1 / cost_per_item` items per second), first in, first out. The controller takes a step
-/// every `tick` seconds, seeing the items offered, the queue and the waiting time.
+/// every tick (10 ms unless [`with_tick`](Self::with_tick) sets another), seeing the items
+/// offered, the queue and the waiting time.
 ///
 /// ```
 /// use synopses::shedding::{FixedRate, Headroom, Phase, Simulation};
 ///
 /// // 1000 items/s of capacity; a 5 s burst at 3× capacity.
 /// let phases = vec![Phase { duration: 1.0, rate: 500.0 }, Phase { duration: 5.0, rate: 3000.0 }];
-/// let sim = Simulation::new(phases, 0.001, 0.01, 7)?;
+/// let sim = Simulation::new(phases, 0.001, 7)?;
 /// let unprotected = sim.run(FixedRate::new(1.0)?);
-/// let protected = sim.run(Headroom::new(1.0, 0.9)?);
+/// let protected = sim.run(Headroom::new(0.9)?);
 /// assert!(unprotected.max_queue > 9_000); // it grows by 2000 items a second
 /// assert!(protected.max_queue < 150);
 /// # Ok::<(), synopses::ConfigError>(())
@@ -145,17 +147,27 @@ pub struct Simulation {
     seed: u64,
 }
 
+/// The tick of a simulation unless [`Simulation::with_tick`] sets another: 10 ms, or longer
+/// for a run beyond 10^5 seconds, so that it takes at most [`MAX_STEPS`] steps.
+const DEFAULT_TICK: f64 = 0.01;
+
+/// The most control steps a simulation takes (it keeps a snapshot of each).
+const MAX_STEPS: f64 = 1e7;
+
 impl Simulation {
-    /// A simulation of `phases`, each with a finite duration and rate at least 0, a positive
-    /// finite `cost_per_item` and `tick`, and at most 10^8 expected arrivals.
+    /// A simulation of `phases`, each with a finite duration and rate at least 0, at most
+    /// 10^8 expected arrivals in all, served at `cost_per_item` seconds an item (finite, above
+    /// zero), with arrivals and drops drawn from `seed`. The controller steps every 10 ms (or
+    /// 10^7 times in all, over a run longer than 10^5 s).
     ///
     /// ```
     /// use synopses::shedding::{Phase, Simulation};
     ///
-    /// assert!(Simulation::new(vec![Phase { duration: 1.0, rate: -5.0 }], 0.001, 0.01, 1).is_err());
-    /// assert!(Simulation::new(vec![], 0.0, 0.01, 1).is_err());
+    /// assert!(Simulation::new(vec![Phase { duration: 1.0, rate: 500.0 }], 0.001, 1).is_ok());
+    /// assert!(Simulation::new(vec![Phase { duration: 1.0, rate: -5.0 }], 0.001, 1).is_err());
+    /// assert!(Simulation::new(vec![], 0.0, 1).is_err());
     /// ```
-    pub fn new(phases: Vec<Phase>, cost_per_item: f64, tick: f64, seed: u64) -> Result<Self, ConfigError> {
+    pub fn new(phases: Vec<Phase>, cost_per_item: f64, seed: u64) -> Result<Self, ConfigError> {
         for p in &phases {
             if !(p.duration >= 0.0 && p.duration.is_finite()) {
                 return Err(ConfigError::new("duration", p.duration, "a finite number of seconds ≥ 0"));
@@ -171,11 +183,35 @@ impl Simulation {
         if !(cost_per_item > 0.0 && cost_per_item.is_finite()) {
             return Err(ConfigError::new("cost_per_item", cost_per_item, "a finite number of seconds above zero"));
         }
-        let total: f64 = phases.iter().map(|p| p.duration).sum();
-        if !(tick > 0.0 && tick.is_finite()) || total / tick > 1e7 {
-            return Err(ConfigError::new("tick", tick, "a finite number of seconds above zero, at most 10^7 steps"));
+        let duration = Self::duration(&phases);
+        if !duration.is_finite() {
+            return Err(ConfigError::new("duration", duration, "phases lasting a finite number of seconds in all"));
         }
+        let tick = DEFAULT_TICK.max(duration / MAX_STEPS);
         Ok(Self { phases, cost_per_item, tick, seed })
+    }
+
+    /// The same simulation with a control step every `seconds` (finite, above zero, and at
+    /// most 10^7 steps over the run).
+    ///
+    /// ```
+    /// use synopses::shedding::{FixedRate, Phase, Simulation};
+    ///
+    /// let sim = Simulation::new(vec![Phase { duration: 2.0, rate: 100.0 }], 0.001, 3)?.with_tick(0.5)?;
+    /// assert_eq!(sim.run(FixedRate::new(1.0)?).series.len(), 4);
+    /// assert!(sim.clone().with_tick(0.0).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_tick(self, seconds: f64) -> Result<Self, ConfigError> {
+        if !(seconds > 0.0 && seconds.is_finite()) || Self::duration(&self.phases) / seconds > MAX_STEPS {
+            return Err(ConfigError::new("tick", seconds, "a finite number of seconds above zero, at most 10^7 steps"));
+        }
+        Ok(Self { tick: seconds, ..self })
+    }
+
+    /// The seconds all phases last.
+    fn duration(phases: &[Phase]) -> f64 {
+        phases.iter().map(|p| p.duration).sum()
     }
 
     /// Runs the simulation with `controller` setting the keep probability (a
@@ -185,12 +221,13 @@ impl Simulation {
     /// ```
     /// use synopses::shedding::{FixedRate, Phase, Simulation};
     ///
-    /// let sim = Simulation::new(vec![Phase { duration: 1.0, rate: 100.0 }], 0.001, 0.1, 3)?;
+    /// let sim = Simulation::new(vec![Phase { duration: 1.0, rate: 100.0 }], 0.001, 3)?.with_tick(0.1)?;
     /// let report = sim.run(FixedRate::new(1.0)?);
     /// assert_eq!(report.offered, report.kept);
     /// assert_eq!(report.series.len(), 10);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn run<C: RateController>(&self, controller: C) -> Report {
         let server = Server {
             cost: self.cost_per_item,
@@ -199,12 +236,12 @@ impl Simulation {
             latencies: Vec::new(),
             max_queue: 0,
         };
-        let mut shedder = LoadShedder::new(server, RandomDrop::new(self.seed ^ 0x5EED), controller);
+        let mut shedder = LoadShedder::unweighted(server, RandomDrop::new(self.seed ^ 0x5EED), controller);
         let mut arrivals = Stream::new(self.seed, 0);
         let mut series = Vec::new();
         let (mut now, mut next_tick, mut phase_end) = (0.0, self.tick, 0.0);
         let (mut offered_at_tick, mut kept_at_tick) = (0, 0);
-        let mut take_step = |shedder: &mut LoadShedder<Server, RandomDrop, C>, at: f64| {
+        let mut take_step = |shedder: &mut LoadShedder<Server, RandomDrop, C, ItemsOnly>, at: f64| {
             let queue_len = shedder.inner_mut().queue_at(at);
             let queue_delay = (shedder.inner().free_at - at).max(0.0);
             let stats = shedder.stats();
@@ -246,7 +283,7 @@ impl Simulation {
                     break;
                 }
                 now = arrival;
-                shedder.offer(arrival);
+                shedder.observe(arrival);
             }
         }
         let stats = shedder.stats();

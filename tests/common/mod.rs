@@ -520,22 +520,30 @@ impl Subject for Reservoir<u64> {
 impl Subject for WeightedReservoir<u64> {
     fn exercise(&self) {
         let mut more = self.clone();
-        (0..100_u64).for_each(|i| more.observe(i, Weight::ONE));
+        (0..100_u64).for_each(|i| more.observe_weighted(i, Weight::ONE));
     }
 
     fn examples() -> Vec<(String, Self)> {
-        sampler_examples("weighted", |k| WeightedReservoir::new(k, 3).expect("a capacity"), |s, i, w| s.observe(i, w))
+        sampler_examples(
+            "weighted",
+            |k| WeightedReservoir::new(k, 3).expect("a capacity"),
+            |s, i, w| s.observe_weighted(i, w),
+        )
     }
 }
 
 impl Subject for PrioritySample<u64> {
     fn exercise(&self) {
         let mut more = self.clone();
-        (0..100_u64).for_each(|i| more.observe(i, Weight::ONE));
+        (0..100_u64).for_each(|i| more.observe_weighted(i, Weight::ONE));
         let _ = more.subset_sum(|_| true);
     }
 
     fn examples() -> Vec<(String, Self)> {
-        sampler_examples("priority", |k| PrioritySample::new(k, 3).expect("a capacity"), |s, i, w| s.observe(i, w))
+        sampler_examples(
+            "priority",
+            |k| PrioritySample::new(k, 3).expect("a capacity"),
+            |s, i, w| s.observe_weighted(i, w),
+        )
     }
 }
