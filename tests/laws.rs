@@ -23,6 +23,12 @@ trait Subject: Mergeable + Clone + PartialEq + Debug {
     /// What a sketch with this state answers, as bits (estimates that depend on history only,
     /// such as the martingale, are compared separately).
     fn state_estimate(&self) -> u64;
+    /// The same state without what only its history gives (the martingale of a sketch that
+    /// saw one stream): what a merge of two of its non-empty parts holds. A self-merge ends a
+    /// martingale and changes no register.
+    fn without_history(&self) -> Self {
+        self.clone()
+    }
 }
 
 impl Subject for HyperLogLog {
@@ -31,6 +37,9 @@ impl Subject for HyperLogLog {
     }
     fn roundtrip(&self) -> Self {
         HyperLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
+    }
+    fn without_history(&self) -> Self {
+        merged(self, self)
     }
     fn state_estimate(&self) -> u64 {
         self.register_estimate().to_bits()
@@ -44,6 +53,9 @@ impl Subject for UltraLogLog {
     fn roundtrip(&self) -> Self {
         UltraLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
     }
+    fn without_history(&self) -> Self {
+        merged(self, self)
+    }
     fn state_estimate(&self) -> u64 {
         let ml = self.register_estimate(UltraLogLogEstimator::MaximumLikelihood).to_bits();
         ml.rotate_left(7) ^ self.register_estimate(UltraLogLogEstimator::Fgra).to_bits()
@@ -56,6 +68,9 @@ impl Subject for ExaLogLog {
     }
     fn roundtrip(&self) -> Self {
         ExaLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
+    }
+    fn without_history(&self) -> Self {
+        merged(self, self)
     }
     fn state_estimate(&self) -> u64 {
         self.register_estimate().to_bits()
@@ -141,10 +156,15 @@ fn split<'a>(items: &'a [u64], cuts: &[Index]) -> Vec<&'a [u64]> {
 fn partition_law<S: Subject>(empty: &S, items: &[u64], cuts: &[Index]) -> Result<(), TestCaseError> {
     let whole = observed(empty, items);
     let mut union = empty.empty_like();
-    for part in split(items, cuts) {
+    let parts = split(items, cuts);
+    for part in &parts {
         union.merge(&observed(empty, part)).expect("same configuration");
     }
-    prop_assert_eq!(&union, &whole);
+    if parts.iter().filter(|part| !part.is_empty()).count() <= 1 {
+        // Merges with the empty sketch only, which keep everything.
+        prop_assert_eq!(&union, &whole);
+    }
+    prop_assert_eq!(union.without_history(), whole.without_history());
     prop_assert_eq!(union.state_estimate(), whole.state_estimate());
     Ok(())
 }
@@ -170,6 +190,78 @@ fn algebra_laws<S: Subject>(empty: &S, a: &[u64], b: &[u64], c: &[u64], idempote
     let via_bytes = merged(&a.roundtrip(), &b.roundtrip());
     prop_assert_eq!(&via_bytes, &ab);
     prop_assert_eq!(via_bytes.state_estimate(), ab.state_estimate());
+    Ok(())
+}
+
+/// A type whose sketches of different sizes combine by reducing the finer one.
+trait Reducing: Subject {
+    /// The size a sketch reduces to: its precision, or its number of bitmaps.
+    fn size(&self) -> usize;
+    fn reduce_to(&self, size: usize) -> Self;
+    fn merge_reducing(&mut self, other: &Self) -> Result<(), synopses::MergeError>;
+}
+
+macro_rules! reducing_by_precision {
+    ($($ty:ty),*) => {$(
+        impl Reducing for $ty {
+            fn size(&self) -> usize {
+                usize::from(self.precision())
+            }
+            fn reduce_to(&self, size: usize) -> Self {
+                self.reduce(size as u8).expect("a coarser precision")
+            }
+            fn merge_reducing(&mut self, other: &Self) -> Result<(), synopses::MergeError> {
+                <$ty>::merge_reducing(self, other)
+            }
+        }
+    )*};
+}
+reducing_by_precision!(HyperLogLog, UltraLogLog, ExaLogLog);
+
+impl Reducing for FlajoletMartin {
+    fn size(&self) -> usize {
+        self.bitmaps()
+    }
+    fn reduce_to(&self, size: usize) -> Self {
+        self.reduce(size).expect("fewer bitmaps")
+    }
+    fn merge_reducing(&mut self, other: &Self) -> Result<(), synopses::MergeError> {
+        FlajoletMartin::merge_reducing(self, other)
+    }
+}
+
+/// `fine` and `coarse` empty sketches, and the same `items` observed by both: `fine` reduced to
+/// `coarse`'s size is `coarse` without its history, and each reduced to its own size is
+/// itself.
+fn reduce_law<S: Reducing>(fine: &S, coarse: &S, items: &[u64]) -> Result<(), TestCaseError> {
+    let (fine, coarse) = (observed(fine, items), observed(coarse, items));
+    let reduced = fine.reduce_to(coarse.size());
+    prop_assert_eq!(reduced.without_history(), coarse.without_history());
+    prop_assert_eq!(reduced.state_estimate(), coarse.state_estimate());
+    prop_assert_eq!(&fine.reduce_to(fine.size()), &fine);
+    prop_assert_eq!(&coarse.reduce_to(coarse.size()), &coarse);
+    Ok(())
+}
+
+/// Sketches `a` and `b` of sizes `empty_a` and `empty_b`: a plain merge of different sizes is
+/// refused and changes nothing, and `merge_reducing` equals the merge of both reduced to the
+/// smaller size, in either order, estimates included.
+fn reducing_law<S: Reducing>(empty_a: &S, empty_b: &S, a: &[u64], b: &[u64]) -> Result<(), TestCaseError> {
+    let (a, b) = (observed(empty_a, a), observed(empty_b, b));
+    let q = a.size().min(b.size());
+    let expected = merged(&a.reduce_to(q), &b.reduce_to(q));
+    for (x, y) in [(&a, &b), (&b, &a)] {
+        let mut strict = x.clone();
+        if x.size() != y.size() {
+            prop_assert!(strict.merge(y).is_err());
+            prop_assert_eq!(&strict, x);
+        }
+        let mut out = x.clone();
+        out.merge_reducing(y).expect("same seed");
+        prop_assert_eq!(out.size(), q);
+        prop_assert_eq!(&out, &expected);
+        prop_assert_eq!(out.state_estimate(), expected.state_estimate());
+    }
     Ok(())
 }
 
@@ -238,21 +330,29 @@ proptest! {
         algebra_laws(&ExaLogLog::with_params(p, t, d, 5).unwrap(), &a, &b, &c, true)?;
     }
 
-    /// Merging sketches of different precisions gives the coarser precision, exactly the
-    /// state of a coarse sketch over both streams, in either order.
+    /// `merge` refuses another precision and changes nothing; `merge_reducing(a, b)` is
+    /// `a.reduce(q).merge(b.reduce(q))` at the coarser precision `q`, in either order, for
+    /// every type that reduces.
     #[test]
-    fn mixed_precision_merges_reduce_exactly(p in 3_u8..=10, q in 3_u8..=10, a in items(), b in items()) {
-        let coarse = p.min(q);
-        let whole: Vec<u64> = a.iter().chain(&b).copied().collect();
-        let (ua, ub) = (observed(&UltraLogLog::new(p).unwrap(), &a), observed(&UltraLogLog::new(q).unwrap(), &b));
-        let expected = observed(&UltraLogLog::new(coarse).unwrap(), &whole);
-        prop_assert_eq!(&merged(&ua, &ub), &expected);
-        prop_assert_eq!(&merged(&ub, &ua), &expected);
-        prop_assert_eq!(ua.reduce(coarse).unwrap(), observed(&UltraLogLog::new(coarse).unwrap(), &a));
-        let (ea, eb) = (observed(&ExaLogLog::new(p).unwrap(), &a), observed(&ExaLogLog::new(q).unwrap(), &b));
-        let expected = observed(&ExaLogLog::new(coarse).unwrap(), &whole);
-        prop_assert_eq!(&merged(&ea, &eb), &expected);
-        prop_assert_eq!(&merged(&eb, &ea), &expected);
+    fn merge_reducing_is_merge_of_the_reduced(p in 3_u8..=10, q in 3_u8..=10, a in items(), b in items()) {
+        reducing_law(&HyperLogLog::new(p.max(4)).unwrap(), &HyperLogLog::new(q.max(4)).unwrap(), &a, &b)?;
+        reducing_law(&UltraLogLog::new(p).unwrap(), &UltraLogLog::new(q).unwrap(), &a, &b)?;
+        reducing_law(&ExaLogLog::new(p).unwrap(), &ExaLogLog::new(q).unwrap(), &a, &b)?;
+        reducing_law(&ExaLogLog::with_params(p, 1, 9, 0).unwrap(), &ExaLogLog::with_params(q, 1, 9, 0).unwrap(), &a, &b)?;
+        reducing_law(&FlajoletMartin::new(1 << p).unwrap(), &FlajoletMartin::new(1 << q).unwrap(), &a, &b)?;
+    }
+
+    /// A reduced sketch is the sketch the coarser precision builds from the same items (but
+    /// for the martingale, which a reduction ends), and reducing to its own size changes
+    /// nothing.
+    #[test]
+    fn reduce_equals_direct(p in 3_u8..=10, q in 3_u8..=10, items in items()) {
+        let (fine, coarse) = (usize::from(p.max(q)), usize::from(p.min(q)));
+        reduce_law(&HyperLogLog::new(fine.max(4) as u8).unwrap(), &HyperLogLog::new(coarse.max(4) as u8).unwrap(), &items)?;
+        reduce_law(&UltraLogLog::new(fine as u8).unwrap(), &UltraLogLog::new(coarse as u8).unwrap(), &items)?;
+        reduce_law(&ExaLogLog::new(fine as u8).unwrap(), &ExaLogLog::new(coarse as u8).unwrap(), &items)?;
+        reduce_law(&ExaLogLog::with_params(fine as u8, 3, 0, 1).unwrap(), &ExaLogLog::with_params(coarse as u8, 3, 0, 1).unwrap(), &items)?;
+        reduce_law(&FlajoletMartin::new(1 << fine).unwrap(), &FlajoletMartin::new(1 << coarse).unwrap(), &items)?;
     }
 
     /// An UltraLogLog's update values are the HyperLogLog registers of the same items.

@@ -2522,7 +2522,11 @@ fn history_sketches_mismatched_merges_fail_and_change_nothing() -> TestResult {
     let mut a = UltraLogLog::with_seed(8, 1)?;
     a.observe_all(0..1000_u64);
     let before = a.clone();
-    assert_eq!(a.merge(&UltraLogLog::with_seed(8, 2)?).map_err(|e| e.parameter()), Err("seed"));
+    for (other, parameter) in [(UltraLogLog::with_seed(8, 2)?, "seed"), (UltraLogLog::with_seed(7, 1)?, "precision")] {
+        assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
+        assert_eq!(a, before);
+    }
+    assert_eq!(a.merge_reducing(&UltraLogLog::with_seed(7, 2)?).map_err(|e| e.parameter()), Err("seed"));
     assert_eq!(a, before);
     let mut e = ExaLogLog::new(8)?;
     e.observe_all(0..1000_u64);
@@ -2531,9 +2535,14 @@ fn history_sketches_mismatched_merges_fail_and_change_nothing() -> TestResult {
         (ExaLogLog::with_params(8, 1, 20, DEFAULT_SEED)?, "t"),
         (ExaLogLog::with_params(8, 2, 19, DEFAULT_SEED)?, "d"),
         (ExaLogLog::with_params(8, 2, 20, 3)?, "seed"),
+        (ExaLogLog::with_params(9, 2, 20, DEFAULT_SEED)?, "precision"),
     ] {
         assert_eq!(e.merge(&other).map_err(|e| e.parameter()), Err(parameter));
         assert_eq!(e, before);
+        if parameter != "precision" {
+            assert_eq!(e.merge_reducing(&other).map_err(|e| e.parameter()), Err(parameter));
+            assert_eq!(e, before);
+        }
     }
     Ok(())
 }

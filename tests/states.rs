@@ -99,6 +99,17 @@ fn merge_or_unchanged<S: Mergeable + Clone + PartialEq + Debug>(state: &mut S, o
     }
 }
 
+/// A merge of a peer of another size: `merge` must refuse it and change nothing, then
+/// `reducing` (a reducing merge of the same seed) must accept it.
+fn merge_reducing<S: Mergeable + Clone + PartialEq + Debug>(
+    state: &mut S,
+    peer: &S,
+    reducing: impl Fn(&mut S, &S) -> Result<(), synopses::MergeError>,
+) {
+    merge_or_unchanged(state, peer);
+    assert!(reducing(state, peer).is_ok(), "a reducing merge of the same seed was refused");
+}
+
 /// The state becomes the empty instance's merge with it (which must be accepted).
 fn into_empty<S: Mergeable>(state: &mut S) {
     let mut empty = state.empty_like();
@@ -173,7 +184,8 @@ enum Card {
     Hashes(Vec<u64>),
     /// Merge a peer of the same configuration that saw these hashes.
     Merge(Vec<u64>),
-    /// Merge a peer `drop` precisions coarser (refused by HyperLogLog, reduced to by the others).
+    /// Merge a peer `drop` precisions coarser (or with `2^drop` times fewer bitmaps): refused
+    /// by `merge`, reduced to by `merge_reducing`.
     MergeCoarser(u8, Vec<u64>),
     MergeSelf,
     /// Become the empty sketch's merge with this one.
@@ -217,7 +229,7 @@ macro_rules! cardinality_subject {
                         let p = self.precision().saturating_sub(*drop).max($min);
                         let mut peer = self.empty_like().reduce(p).expect("a precision in range");
                         hashes.iter().for_each(|&h| peer.observe_hash(h));
-                        merge_or_unchanged(self, &peer);
+                        merge_reducing(self, &peer, |s, o| s.merge_reducing(o));
                     }
                     Card::MergeSelf => merge_self_times(self, 1),
                     Card::IntoEmpty => {
@@ -281,13 +293,18 @@ impl Reachable for FlajoletMartin {
         match op {
             Card::Items(items) => self.observe_all(items),
             Card::Hashes(hashes) => hashes.iter().for_each(|&h| self.observe_hash(h)),
-            // (No other precisions: a coarser peer is a peer.)
-            Card::Merge(hashes) | Card::MergeCoarser(_, hashes) => {
+            Card::Merge(hashes) => {
                 let mut peer = self.empty_like();
                 hashes.iter().for_each(|&h| peer.observe_hash(h));
                 merge_or_unchanged(self, &peer);
             }
-            Card::MergeSelf | Card::Reduce(_) => merge_self_times(self, 1),
+            Card::MergeCoarser(drop, hashes) => {
+                let mut peer = self.reduce((self.bitmaps() >> drop).max(1)).expect("fewer bitmaps").empty_like();
+                hashes.iter().for_each(|&h| peer.observe_hash(h));
+                merge_reducing(self, &peer, |s, o| s.merge_reducing(o));
+            }
+            Card::MergeSelf => merge_self_times(self, 1),
+            Card::Reduce(drop) => *self = self.reduce((self.bitmaps() >> drop).max(1)).expect("fewer bitmaps"),
             Card::IntoEmpty => {
                 into_empty(self);
             }
@@ -1156,7 +1173,7 @@ fn a_sparse_sketch_reduced_to_a_shape_born_dense_keeps_its_count() -> Result<(),
     assert!(reduced.estimate() >= 5.0, "{}", reduced.estimate());
     assert_eq!(UltraLogLog::from_bytes(&reduced.to_bytes())?, reduced);
     let mut empty = UltraLogLog::new(3)?;
-    empty.merge(&ull)?;
+    empty.merge_reducing(&ull)?;
     assert_eq!(UltraLogLog::from_bytes(&empty.to_bytes())?, empty);
     assert_eq!(empty.estimate(), reduced.estimate());
     // ExaLogLog: a sparse sketch reduced far, and shapes born dense (p + t > 26) reduced to
@@ -1175,11 +1192,11 @@ fn a_sparse_sketch_reduced_to_a_shape_born_dense_keeps_its_count() -> Result<(),
             assert_eq!(ExaLogLog::from_bytes(&reduced.to_bytes())?, reduced, "({t}, {d}) reduced to {p}");
         }
         let mut small = ExaLogLog::with_params(22, t, d, 1)?;
-        small.merge(&born_dense)?;
+        small.merge_reducing(&born_dense)?;
         assert_eq!(ExaLogLog::from_bytes(&small.to_bytes())?, small, "({t}, {d}) merged into an empty one");
         let mut sparse = ExaLogLog::with_params(22, t, d, 1)?;
         sparse.observe_all(0..5_u64);
-        sparse.merge(&born_dense)?;
+        sparse.merge_reducing(&born_dense)?;
         assert_eq!(ExaLogLog::from_bytes(&sparse.to_bytes())?, sparse, "({t}, {d}) merged into a sparse one");
     }
     Ok(())

@@ -974,7 +974,7 @@ impl<R: Cell> Core<R> {
 
     /// Merges a sketch of the same `t`, `d` and seed (the callers check them), at the smaller
     /// of the two precisions: the finer sketch is reduced first, exactly.
-    pub(crate) fn merge(&mut self, other: &Self) {
+    pub(crate) fn merge_reducing(&mut self, other: &Self) {
         let (ours, theirs) = (self.shape.p, other.shape.p);
         if theirs < ours {
             *self = self.reduce(theirs);
@@ -1184,9 +1184,14 @@ impl<R: Cell> Boxed<R> {
         self.core.observe_hashes(hashes);
     }
 
-    /// See [`Core::merge`]: the precision may fall.
-    pub(crate) fn merge(&mut self, other: &Self) {
-        self.core.merge(&other.core);
+    /// See [`Core::merge_same`].
+    pub(crate) fn merge_same(&mut self, other: &Self) {
+        self.core.merge_same(&other.core);
+    }
+
+    /// See [`Core::merge_reducing`]: the precision may fall.
+    pub(crate) fn merge_reducing(&mut self, other: &Self) {
+        self.core.merge_reducing(&other.core);
         self.shape = self.core.shape;
     }
 }

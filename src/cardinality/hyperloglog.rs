@@ -429,9 +429,9 @@ impl HyperLogLog {
     /// observed both streams.
     ///
     /// Both sketches must have the same precision and seed; otherwise a [`MergeError`] is
-    /// returned and `self` is unchanged. To combine sketches of different precisions,
-    /// [`reduce`](Self::reduce) the finer one first; we do not reduce silently, because the
-    /// receiving sketch would lose accuracy without asking.
+    /// returned and `self` is unchanged. To combine sketches of different precisions, use
+    /// [`merge_reducing`](Self::merge_reducing), which says so: a plain merge never lowers the
+    /// receiving sketch's precision, and so never its accuracy, without asking.
     ///
     /// A merge that leaves the sketch dense ends the martingale estimate, which describes one
     /// stream's history in its own order, and the sketch answers with Ertl's estimator from
@@ -474,9 +474,42 @@ impl HyperLogLog {
         Ok(())
     }
 
+    /// Merges `other` into `self` at the smaller of the two precisions: whichever sketch is
+    /// finer is first [reduced](Self::reduce) to the other's precision, exactly, then the two
+    /// merge as [`merge`](Self::merge) does. Afterwards `self` holds the registers of one
+    /// sketch of that precision that observed both streams, so its standard error is that of
+    /// a merged sketch of the coarser precision, `1.04 / sqrt(2^p)` for the smaller `p`,
+    /// whatever the finer sketch's was. The seeds must match; otherwise a [`MergeError`] is
+    /// returned and `self` is unchanged.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let mut a = HyperLogLog::new(14)?;
+    /// let mut b = HyperLogLog::new(12)?;
+    /// (0..60_000_u64).for_each(|i| a.observe(i));
+    /// (40_000..100_000_u64).for_each(|i| b.observe(i));
+    /// assert!(a.merge(&b).is_err()); // a plain merge refuses another precision
+    /// a.merge_reducing(&b)?;
+    /// assert_eq!(a.precision(), 12);
+    /// assert!((a.estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.0163);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn merge_reducing(&mut self, other: &Self) -> Result<(), MergeError> {
+        MergeError::check("seed", self.seed, other.seed)?;
+        if other.precision > self.precision {
+            return self.merge(&other.reduced(self.precision));
+        }
+        if self.precision > other.precision {
+            *self = self.reduced(other.precision);
+        }
+        self.merge(other)
+    }
+
     /// This sketch at a lower precision: the same result as if a sketch of `precision`
-    /// registers had observed the same items. Use it to merge sketches of different
-    /// precisions. The martingale estimate does not carry over.
+    /// registers had observed the same items. [`merge_reducing`](Self::merge_reducing) uses
+    /// it to merge sketches of different precisions. The martingale estimate does not carry
+    /// over to a lower precision; at the sketch's own precision this is the sketch itself.
     ///
     /// `precision` must be between 4 and the sketch's own precision.
     ///
@@ -494,7 +527,15 @@ impl HyperLogLog {
         if !(MIN_PRECISION..=self.precision).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer from 4 to the sketch's precision"));
         }
-        let mut out = Self::with_seed(precision, self.seed)?;
+        Ok(self.reduced(precision))
+    }
+
+    /// [`reduce`](Self::reduce) to a precision already checked to be in range.
+    fn reduced(&self, precision: u8) -> Self {
+        if precision == self.precision {
+            return self.clone();
+        }
+        let mut out = Self { precision, seed: self.seed, repr: Repr::Sparse(Sparse::new()) };
         match &self.repr {
             Repr::Sparse(sparse) => sparse.entries().for_each(|e| out.add_entry(e, false)),
             Repr::Dense(dense) => {
@@ -521,7 +562,7 @@ impl HyperLogLog {
                 out.repr = Repr::Dense(reduced);
             }
         }
-        Ok(out)
+        out
     }
 
     /// A dense sketch with these registers (each at most `65 − precision`), without a
