@@ -1211,13 +1211,15 @@ impl<R> std::ops::Deref for Boxed<R> {
 }
 
 impl<R: Cell> PartialEq for Core<R> {
-    /// Same configuration and state (registers, or entries; any two empty sketches, sparse or
-    /// dense, alike); the martingale, a record of history, is not compared.
+    /// Same configuration and state: the registers or the entries, and the martingale, bit
+    /// for bit (or none), on which the estimate depends. (An empty sketch of a shape is
+    /// always the same one, sparse or born dense with its martingale at 0, whatever made it.)
     fn eq(&self, other: &Self) -> bool {
         self.shape == other.shape
             && self.seed == other.seed
-            && ((self.registers == other.registers && self.sparse.same_entries(&other.sparse))
-                || (self.is_empty() && other.is_empty()))
+            && self.martingale.map(f64::to_bits) == other.martingale.map(f64::to_bits)
+            && self.registers == other.registers
+            && self.sparse.same_entries(&other.sparse)
     }
 }
 

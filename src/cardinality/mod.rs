@@ -237,6 +237,11 @@
 //! precision, and so its error. A plain merge never lowers a sketch's accuracy without asking.
 //! A merge ends a martingale: afterwards these sketches answer from their registers.
 //!
+//! Equality (`==`) compares everything an answer depends on, the martingale included, bit for
+//! bit: equal sketches give equal answers and equal bytes. A sketch merged from two non-empty
+//! parts of a stream holds the registers of the one-pass sketch, but not its martingale, so
+//! the two answer different estimates and are not equal.
+//!
 //! # Limits
 //!
 //! Every estimate and martingale is a finite number of at most `2^64` (the number of
