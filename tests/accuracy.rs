@@ -31,7 +31,9 @@
 //! precisions); the `#[ignore]`d ones sweep more precisions with 1000 trials, and run in CI in
 //! release mode (`cargo test --release --test accuracy -- --ignored`).
 
-use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
+use synopses::cardinality::{
+    ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator,
+};
 use synopses::core::{Confidence, Mergeable, Weight};
 use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
@@ -353,7 +355,7 @@ impl History {
         if ull {
             Self::Ull(UltraLogLog::with_seed(p, seed).unwrap())
         } else {
-            Self::Ell(ExaLogLog::with_params(p, 2, 20, seed).unwrap())
+            Self::Ell(ExaLogLog::with_seed(p, seed).unwrap())
         }
     }
     fn observe(&mut self, item: u64) {
@@ -580,7 +582,7 @@ fn exaloglog_maximum_likelihood_for_every_shape() {
         let mut e: Option<Errors> = None;
         for trial in 0..trials {
             let seed = 0xD0_0000 + trial;
-            let mut a = ExaLogLog::with_params(p, t, d, seed).unwrap();
+            let mut a = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, seed).unwrap();
             let mut b = a.clone();
             (0..n).for_each(|i| if i % 2 == 0 { a.observe(i) } else { b.observe(i) });
             a.merge(&b).unwrap();

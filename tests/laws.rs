@@ -10,7 +10,9 @@ use std::fmt::Debug;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
+use synopses::cardinality::{
+    ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator,
+};
 use synopses::core::{Confidence, Mergeable};
 use synopses::frequency::{CountMin, Update};
 use synopses::hash::DEFAULT_SEED;
@@ -386,13 +388,13 @@ proptest! {
     #[test]
     fn ell_partition_law(p in 2_u8..=9, t in 0_u8..=4, d in 0_u8..=26, seed in any::<u64>(), items in items(), cuts in cuts()) {
         let d = d.min(26 - t);
-        partition_law(&ExaLogLog::with_params(p, t, d, seed).unwrap(), &items, &cuts)?;
+        partition_law(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, seed).unwrap(), &items, &cuts)?;
     }
 
     #[test]
     fn ell_algebra(p in 2_u8..=9, t in 0_u8..=4, d in 0_u8..=26, a in items(), b in items(), c in items()) {
         let d = d.min(26 - t);
-        algebra_laws(&ExaLogLog::with_params(p, t, d, 5).unwrap(), &a, &b, &c, true)?;
+        algebra_laws(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, 5).unwrap(), &a, &b, &c, true)?;
     }
 
     /// `a == b` exactly when the bytes are equal, and then every answer is equal.
@@ -401,7 +403,7 @@ proptest! {
         equality_law(&HyperLogLog::new(p.max(4)).unwrap(), &a, &b)?;
         equality_law(&UltraLogLog::new(p).unwrap(), &a, &b)?;
         equality_law(&ExaLogLog::new(p).unwrap(), &a, &b)?;
-        equality_law(&ExaLogLog::with_params(p, t, 26 - t, 2).unwrap(), &a, &b)?;
+        equality_law(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d: 26 - t }, 2).unwrap(), &a, &b)?;
         equality_law(&FlajoletMartin::new(1 << p).unwrap(), &a, &b)?;
     }
 
@@ -413,7 +415,7 @@ proptest! {
         reducing_law(&HyperLogLog::new(p.max(4)).unwrap(), &HyperLogLog::new(q.max(4)).unwrap(), &a, &b)?;
         reducing_law(&UltraLogLog::new(p).unwrap(), &UltraLogLog::new(q).unwrap(), &a, &b)?;
         reducing_law(&ExaLogLog::new(p).unwrap(), &ExaLogLog::new(q).unwrap(), &a, &b)?;
-        reducing_law(&ExaLogLog::with_params(p, 1, 9, 0).unwrap(), &ExaLogLog::with_params(q, 1, 9, 0).unwrap(), &a, &b)?;
+        reducing_law(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t: 1, d: 9 }, 0).unwrap(), &ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: q, t: 1, d: 9 }, 0).unwrap(), &a, &b)?;
         reducing_law(&FlajoletMartin::new(1 << p).unwrap(), &FlajoletMartin::new(1 << q).unwrap(), &a, &b)?;
     }
 
@@ -426,7 +428,7 @@ proptest! {
         reduce_law(&HyperLogLog::new(fine.max(4) as u8).unwrap(), &HyperLogLog::new(coarse.max(4) as u8).unwrap(), &items)?;
         reduce_law(&UltraLogLog::new(fine as u8).unwrap(), &UltraLogLog::new(coarse as u8).unwrap(), &items)?;
         reduce_law(&ExaLogLog::new(fine as u8).unwrap(), &ExaLogLog::new(coarse as u8).unwrap(), &items)?;
-        reduce_law(&ExaLogLog::with_params(fine as u8, 3, 0, 1).unwrap(), &ExaLogLog::with_params(coarse as u8, 3, 0, 1).unwrap(), &items)?;
+        reduce_law(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: fine as u8, t: 3, d: 0 }, 1).unwrap(), &ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: coarse as u8, t: 3, d: 0 }, 1).unwrap(), &items)?;
         reduce_law(&FlajoletMartin::new(1 << fine).unwrap(), &FlajoletMartin::new(1 << coarse).unwrap(), &items)?;
     }
 
@@ -639,7 +641,7 @@ proptest! {
     fn history_observe_all_equals_one_by_one(p in 3_u8..=10, t in 0_u8..=4, head in items(), tail in items()) {
         batch_equals_one_by_one!(UltraLogLog::new(p).unwrap(), [&head, &tail]);
         for (t, d) in [(2, 20), (t, 26 - t), (t, 0)] {
-            batch_equals_one_by_one!(ExaLogLog::with_params(p, t, d, 3).unwrap(), [&head, &tail]);
+            batch_equals_one_by_one!(ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, 3).unwrap(), [&head, &tail]);
         }
     }
 

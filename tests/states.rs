@@ -20,7 +20,9 @@ use std::fmt::Debug;
 
 use proptest::prelude::*;
 use synopses::DecodeError;
-use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
+use synopses::cardinality::{
+    ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator,
+};
 use synopses::core::{Confidence, Mergeable, Weight};
 use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
 use synopses::hash::{DEFAULT_SEED, Hashable};
@@ -352,7 +354,7 @@ fn every_register_at_its_largest_value_answers_finitely() -> Result<(), TestCase
     for (p, t, d) in
         [(2_u8, 0_u8, 0_u8), (2, 0, 26), (2, 4, 22), (2, 4, 0), (3, 2, 20), (8, 2, 20), (6, 1, 9), (4, 3, 21)]
     {
-        let mut ell = ExaLogLog::with_params(p, t, d, 7).expect("a valid shape");
+        let mut ell = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, 7).expect("a valid shape");
         let max_value = (65 - u32::from(p) - u32::from(t)) << t;
         fill(p, t, max_value, |h| ell.observe_hash(h));
         run(ell, &[Card::MergeSelf, Card::Reduce(1), Card::IntoEmpty])?;
@@ -387,7 +389,7 @@ proptest! {
         ops in prop::collection::vec(ExaLogLog::op(), 0..12),
     ) {
         let d = d.min(26 - t);
-        run(ExaLogLog::with_params(p, t, d, seed).expect("a valid shape"), &ops)?;
+        run(ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, seed).expect("a valid shape"), &ops)?;
     }
 
     #[test]
@@ -1179,22 +1181,22 @@ fn a_sparse_sketch_reduced_to_a_shape_born_dense_keeps_its_count() -> Result<(),
     // ExaLogLog: a sparse sketch reduced far, and shapes born dense (p + t > 26) reduced to
     // precisions with a sparse mode, where the result is dense with few items (an outside
     // review found the decoder refusing those).
-    let mut ell = ExaLogLog::with_params(20, 2, 20, 1)?;
+    let mut ell = ExaLogLog::with_seed(20, 1)?;
     ell.observe_all(0..20_u64);
     let reduced = ell.reduce(2)?;
     assert_eq!(ExaLogLog::from_bytes(&reduced.to_bytes())?, reduced);
     for (t, d) in [(4_u8, 0_u8), (4, 22)] {
-        let mut born_dense = ExaLogLog::with_params(23, t, d, 1)?;
+        let mut born_dense = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: 23, t, d }, 1)?;
         assert!(!born_dense.is_sparse());
         born_dense.observe(7_u64);
         for p in [22, 10, 2] {
             let reduced = born_dense.reduce(p)?;
             assert_eq!(ExaLogLog::from_bytes(&reduced.to_bytes())?, reduced, "({t}, {d}) reduced to {p}");
         }
-        let mut small = ExaLogLog::with_params(22, t, d, 1)?;
+        let mut small = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: 22, t, d }, 1)?;
         small.merge_reducing(&born_dense)?;
         assert_eq!(ExaLogLog::from_bytes(&small.to_bytes())?, small, "({t}, {d}) merged into an empty one");
-        let mut sparse = ExaLogLog::with_params(22, t, d, 1)?;
+        let mut sparse = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: 22, t, d }, 1)?;
         sparse.observe_all(0..5_u64);
         sparse.merge_reducing(&born_dense)?;
         assert_eq!(ExaLogLog::from_bytes(&sparse.to_bytes())?, sparse, "({t}, {d}) merged into a sparse one");

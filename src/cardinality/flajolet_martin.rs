@@ -18,8 +18,6 @@ const PCSA_SETTLED: f64 = 10.0;
 /// Between the linear-counting limit and `PCSA_SETTLED · m`, the error measured up to this
 /// factor above the asymptotic one (m = 64 to 1024, 2000 trials, `examples/accuracy.rs`).
 const PCSA_MID_RANGE_FACTOR: f64 = 1.25;
-/// The most bitmaps a sketch may have.
-const MAX_BITMAPS: usize = 1 << 16;
 
 /// Sets the bit of a hash: the low `log2` bits choose the bitmap, the number of trailing zeros
 /// of the rest (at most 31) the bit.
@@ -60,6 +58,26 @@ pub struct FlajoletMartin {
 }
 
 impl FlajoletMartin {
+    /// The fewest bitmaps a sketch may have.
+    ///
+    /// ```
+    /// use synopses::cardinality::FlajoletMartin;
+    ///
+    /// assert!(FlajoletMartin::new(FlajoletMartin::MIN_BITMAPS).is_ok());
+    /// assert!(FlajoletMartin::new(FlajoletMartin::MIN_BITMAPS - 1).is_err());
+    /// ```
+    pub const MIN_BITMAPS: usize = 1;
+
+    /// The most bitmaps a sketch may have (256 KiB of bitmaps).
+    ///
+    /// ```
+    /// use synopses::cardinality::FlajoletMartin;
+    ///
+    /// assert!(FlajoletMartin::new(FlajoletMartin::MAX_BITMAPS).is_ok());
+    /// assert!(FlajoletMartin::new(2 * FlajoletMartin::MAX_BITMAPS).is_err());
+    /// ```
+    pub const MAX_BITMAPS: usize = 1 << 16;
+
     /// A sketch of `bitmaps` bitmaps (a power of two in `1..=65536`) with the
     /// [default seed](DEFAULT_SEED). It takes `4 · bitmaps` bytes; its relative standard error
     /// is about `0.78 / sqrt(bitmaps)` once the count is well above `bitmaps`.
@@ -91,7 +109,7 @@ impl FlajoletMartin {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_seed(bitmaps: usize, seed: u64) -> Result<Self, ConfigError> {
-        if !bitmaps.is_power_of_two() || bitmaps > MAX_BITMAPS {
+        if !bitmaps.is_power_of_two() || bitmaps > Self::MAX_BITMAPS {
             return Err(ConfigError::new("bitmaps", bitmaps, "a power of two in 1..=65536"));
         }
         Ok(Self { bitmaps: vec![0; bitmaps].into_boxed_slice(), log2_bitmaps: bitmaps.trailing_zeros() as u8, seed })
@@ -440,7 +458,7 @@ impl FlajoletMartin {
         let mut r = Reader::open(bytes, Family::FlajoletMartin)?;
         let log2 = r.u8()?;
         let seed = r.u64()?;
-        if usize::from(log2) > MAX_BITMAPS.trailing_zeros() as usize {
+        if usize::from(log2) > Self::MAX_BITMAPS.trailing_zeros() as usize {
             return Err(DecodeError::InvalidField { field: "bitmaps", reason: "more than 65536 bitmaps" });
         }
         r.expect_items(1 << log2, 4)?;

@@ -3,31 +3,14 @@
 
 use std::fmt;
 
-use super::estimators::{HIP_RSE, capped, check_martingale, ertl_estimate, improved_rse, pow2, wide_to_f64};
+use super::estimators::{
+    HIP_RSE, capped, check_martingale, ertl_estimate, improved_rse, pow2, precision_for, wide_to_f64,
+};
 use super::register_sums::register_sums;
 use super::sparse::{self, Sparse};
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
-
-/// The smallest supported precision (16 registers).
-///
-/// ```
-/// use synopses::cardinality::{HyperLogLog, MIN_PRECISION};
-///
-/// assert!(HyperLogLog::new(MIN_PRECISION).is_ok());
-/// assert!(HyperLogLog::new(MIN_PRECISION - 1).is_err());
-/// ```
-pub const MIN_PRECISION: u8 = 4;
-/// The largest supported precision (262 144 registers).
-///
-/// ```
-/// use synopses::cardinality::{HyperLogLog, MAX_PRECISION};
-///
-/// assert!(HyperLogLog::new(MAX_PRECISION).is_ok());
-/// assert!(HyperLogLog::new(MAX_PRECISION + 1).is_err());
-/// ```
-pub const MAX_PRECISION: u8 = 18;
 
 /// A HyperLogLog distinct counter. See the [family docs](super) for how it works.
 ///
@@ -62,6 +45,26 @@ enum Repr {
 }
 
 impl HyperLogLog {
+    /// The smallest supported precision (16 registers).
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// assert!(HyperLogLog::new(HyperLogLog::MIN_PRECISION).is_ok());
+    /// assert!(HyperLogLog::new(HyperLogLog::MIN_PRECISION - 1).is_err());
+    /// ```
+    pub const MIN_PRECISION: u8 = 4;
+
+    /// The largest supported precision (262 144 registers).
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// assert!(HyperLogLog::new(HyperLogLog::MAX_PRECISION).is_ok());
+    /// assert!(HyperLogLog::new(HyperLogLog::MAX_PRECISION + 1).is_err());
+    /// ```
+    pub const MAX_PRECISION: u8 = 18;
+
     /// A sketch of `2^precision` registers with the [default seed](DEFAULT_SEED).
     ///
     /// `precision` must be in `4..=18`. The standard error of the estimate is about
@@ -101,7 +104,7 @@ impl HyperLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_seed(precision: u8, seed: u64) -> Result<Self, ConfigError> {
-        if !(MIN_PRECISION..=MAX_PRECISION).contains(&precision) {
+        if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer in 4..=18"));
         }
         Ok(Self { precision, seed, repr: Repr::Sparse(Sparse::new()) })
@@ -136,10 +139,9 @@ impl HyperLogLog {
     /// ```
     pub fn with_error_and_seed(relative_error: f64, seed: u64) -> Result<Self, ConfigError> {
         let error_at = |p: u8| improved_rse(1 << p) / f64::from(1u32 << p).sqrt();
-        let in_range = (error_at(MAX_PRECISION)..=error_at(MIN_PRECISION)).contains(&relative_error);
-        match (MIN_PRECISION..=MAX_PRECISION).find(|&p| error_at(p) <= relative_error) {
-            Some(p) if in_range => Self::with_seed(p, seed),
-            _ => Err(ConfigError::new("relative_error", relative_error, "a number in [0.00203, 0.2765]")),
+        match precision_for(relative_error, Self::MIN_PRECISION..=Self::MAX_PRECISION, error_at) {
+            Some(p) => Self::with_seed(p, seed),
+            None => Err(ConfigError::new("relative_error", relative_error, "a number in [0.00203, 0.2765]")),
         }
     }
 
@@ -527,7 +529,7 @@ impl HyperLogLog {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reduce(&self, precision: u8) -> Result<Self, ConfigError> {
-        if !(MIN_PRECISION..=self.precision).contains(&precision) {
+        if !(Self::MIN_PRECISION..=self.precision).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer from 4 to the sketch's precision"));
         }
         Ok(self.reduced(precision))
@@ -987,7 +989,7 @@ mod tests {
                 3 => x & !((1 << 63) >> (i % 40)),
                 _ => x & 0xFFFF_C000_0000_0000,
             };
-            for p in MIN_PRECISION..=MAX_PRECISION {
+            for p in HyperLogLog::MIN_PRECISION..=HyperLogLog::MAX_PRECISION {
                 assert_eq!(entry_register(sparse_entry(hash), p), register_of(hash, p), "hash {hash:x} p {p}");
             }
         }

@@ -318,7 +318,7 @@ mod register_sums;
 mod sparse;
 mod ultraloglog;
 
-pub use exaloglog::ExaLogLog;
+pub use exaloglog::{ExaLogLog, ExaLogLogShape};
 pub use flajolet_martin::FlajoletMartin;
-pub use hyperloglog::{HyperLogLog, MAX_PRECISION, MIN_PRECISION};
+pub use hyperloglog::HyperLogLog;
 pub use ultraloglog::{UltraLogLog, UltraLogLogEstimator};

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use super::estimators::precision_for;
 use super::history::{Boxed, Core, Shape};
 use super::hyperloglog::HyperLogLog;
 use super::optimal;
@@ -127,6 +128,42 @@ impl UltraLogLog {
             return Err(ConfigError::new("precision", precision, "an integer in 3..=26"));
         }
         Ok(Self { core: Boxed::new(Core::try_new(shape(precision), seed)?) })
+    }
+
+    /// The smallest sketch whose standard error after a merge (maximum likelihood,
+    /// `√(4.63 / (8m))`, the worst case) is at most `relative_error`, with the default seed.
+    ///
+    /// `relative_error` must be in about `[0.0000929, 0.2690]` (the errors of precisions 26
+    /// and 3).
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// assert_eq!(UltraLogLog::with_error(0.01)?.precision(), 13);
+    /// assert!(UltraLogLog::with_error(0.0).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_error(relative_error: f64) -> Result<Self, ConfigError> {
+        Self::with_error_and_seed(relative_error, DEFAULT_SEED)
+    }
+
+    /// [`with_error`](Self::with_error), hashing with `seed`: on untrusted items, a secret
+    /// seed keeps an adversary from choosing items whose hashes fool the estimate (see the
+    /// [family docs](super#adversaries)).
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    ///
+    /// let ull = UltraLogLog::with_error_and_seed(0.01, 0x5EC2E7)?;
+    /// assert_eq!((ull.precision(), ull.seed()), (13, 0x5EC2E7));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_error_and_seed(relative_error: f64, seed: u64) -> Result<Self, ConfigError> {
+        let error_at = |p| optimal::relative_standard_error(optimal::mvp_ml(shape(p)), shape(p));
+        match precision_for(relative_error, Self::MIN_PRECISION..=Self::MAX_PRECISION, error_at) {
+            Some(p) => Self::with_seed(p, seed),
+            None => Err(ConfigError::new("relative_error", relative_error, "a number in about [0.0000929, 0.2690]")),
+        }
     }
 
     /// The precision `p`: the sketch has `2^p` registers.
@@ -451,7 +488,7 @@ impl UltraLogLog {
     /// ```
     pub fn to_hyperloglog(&self) -> Result<HyperLogLog, ConfigError> {
         let p = self.precision();
-        if !(super::MIN_PRECISION..=super::MAX_PRECISION).contains(&p) {
+        if !(HyperLogLog::MIN_PRECISION..=HyperLogLog::MAX_PRECISION).contains(&p) {
             return Err(ConfigError::new("precision", p, "an integer in 4..=18 (HyperLogLog's precisions)"));
         }
         if self.core.is_sparse() {
