@@ -69,6 +69,22 @@ impl ExaLogLogShape {
 /// of 32-bit entries (4 bytes per item) and answers with the exact count
 /// ([`is_sparse`](Self::is_sparse)), then turns dense by itself.
 ///
+/// # The largest precisions are born dense
+///
+/// An entry holds the top `26 − t` and the low `t` bits of a hash, enough to place it in a
+/// register at every precision up to `26 − t`. Above that (precisions 25 and 26 for the
+/// default `t = 2`; from `27 − t` on in general) a sketch has no sparse mode: it allocates
+/// all its registers when it is made, `4 · 2^p` bytes, and encodes to `(6 + t + d) · 2^p / 8`
+/// bytes even while empty:
+///
+/// | precision (`t = 2, d = 20`) | memory at construction | encoded |
+/// |---|---|---|
+/// | 24 and below | under 1 KiB until items arrive | a few bytes per item |
+/// | 25 | 128 MiB | 112 MiB |
+/// | 26 | 256 MiB | 224 MiB |
+///
+/// (A sparse mode there would need 64-bit entries, and another encoding.)
+///
 /// ```
 /// use synopses::cardinality::ExaLogLog;
 /// use synopses::core::Confidence;
@@ -97,7 +113,9 @@ impl ExaLogLog {
     /// ```
     pub const MIN_PRECISION: u8 = 2;
 
-    /// The largest supported precision (2^26 registers).
+    /// The largest supported precision (2^26 registers: 256 MiB in memory, allocated at
+    /// construction for the default `t = 2`; see
+    /// [born dense](Self#the-largest-precisions-are-born-dense)).
     ///
     /// ```
     /// use synopses::cardinality::ExaLogLog;
@@ -129,7 +147,9 @@ impl ExaLogLog {
     pub const MAX_REGISTER_BITS: u8 = 32;
 
     /// A sketch of `2^precision` registers with the recommended `t = 2`, `d = 20` and the
-    /// [default seed](DEFAULT_SEED). `precision` must be in `2..=26`.
+    /// [default seed](DEFAULT_SEED). `precision` must be in `2..=26`. Precisions 25 and 26
+    /// allocate their registers here, 128 and 256 MiB (see
+    /// [born dense](Self#the-largest-precisions-are-born-dense)); the others start small.
     ///
     /// | precision | bytes encoded | error, one stream (martingale) | error, merged (ML) |
     /// |---|---|---|---|
@@ -167,7 +187,9 @@ impl ExaLogLog {
     /// A sketch of the given [shape](ExaLogLogShape) with the [default seed](DEFAULT_SEED).
     /// Needs `precision` in `2..=26`, `t` in `0..=4` and `6 + t + d <= 32`. `(t, d) = (2, 20)`
     /// is the most accurate per bit; `(2, 24)` fills 32 bits; `(0, 2)` holds the same
-    /// information as [`UltraLogLog`](super::UltraLogLog).
+    /// information as [`UltraLogLog`](super::UltraLogLog). A precision above `26 − t`
+    /// allocates its `4 · 2^precision` bytes of registers here (see
+    /// [born dense](Self#the-largest-precisions-are-born-dense)); the others start small.
     ///
     /// ```
     /// use synopses::cardinality::{ExaLogLog, ExaLogLogShape};
@@ -200,7 +222,8 @@ impl ExaLogLog {
     /// `relative_error`, with the default seed.
     ///
     /// `relative_error` must be in about `[0.0000443, 0.1811]` (the errors of precisions 26
-    /// and 2).
+    /// and 2). Below about `0.0000885` the precision is 25 or 26, whose registers (128 or
+    /// 256 MiB) are allocated here (see [born dense](Self#the-largest-precisions-are-born-dense)).
     ///
     /// ```
     /// use synopses::cardinality::ExaLogLog;
@@ -476,7 +499,9 @@ impl ExaLogLog {
     /// ell.observe_all(0..1000_u64);
     /// assert!(!ell.is_sparse());
     /// let born_dense = ExaLogLogShape { precision: 23, t: 4, d: 0 }; // 23 > 26 − t
-    /// assert!(!ExaLogLog::with_shape(born_dense)?.is_sparse());
+    /// let ell = ExaLogLog::with_shape(born_dense)?;
+    /// assert!(!ell.is_sparse() && ell.size_in_bytes() >= 4 << 23); // registers allocated
+    /// assert!(ExaLogLog::new(24)?.size_in_bytes() < 1024); // 24 <= 26 − t: starts small
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn is_sparse(&self) -> bool {

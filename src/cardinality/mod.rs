@@ -182,7 +182,9 @@
 //!
 //! Its sparse mode keeps entries of the top `26 − t` and the low `t` hash bits and the rank
 //! of the rest, enough for every precision up to `26 − t`: with 4-byte registers, up to
-//! `3m/4` distinct items stay exact ([`ExaLogLog::is_sparse`]).
+//! `3m/4` distinct items stay exact ([`ExaLogLog::is_sparse`]). Above `26 − t` (precisions
+//! 25 and 26 for the default `t = 2`) a sketch is born dense: it allocates its 128 or 256 MiB
+//! of registers when made.
 //!
 //! | sketch | bits per register | a register remembers | MVP, merged (register estimator) | MVP, martingale |
 //! |---|---|---|---|---|
