@@ -464,7 +464,10 @@ fn parallel(events: &[u64], sequential: &HyperLogLog, sequential_ns: f64, truth:
     let start = Instant::now();
     par.par_observe(events);
     let ns = start.elapsed().as_nanos() as f64 / events.len() as f64;
-    println!("  parallel registers == sequential registers: {}", par == *sequential);
+    // The registers decide the register estimate; the sequential pass also kept a martingale,
+    // which describes one stream and does not survive a merge.
+    let same = par.register_estimate().to_bits() == sequential.register_estimate().to_bits();
+    println!("  parallel register estimate == sequential register estimate: {same}");
     println!(
         "  parallel estimate {}  error {}  (wall time {ns:.1} ns per view; one pass took {sequential_ns:.1})",
         count(par.estimate()),

@@ -207,7 +207,7 @@ fn worked_example() -> Result<(), BoxError> {
         "{:>6} {:>3} {:>3} {:>4} {:>22} {:>12} {:>10}",
         "value", "z", "s", "u", "history (u−1 … u−20)", "martingale", "register"
     );
-    let mut ell = ExaLogLog::with_params(2, 2, 20, 0)?;
+    let mut ell = ExaLogLog::with_seed(2, 0)?;
     // As for UltraLogLog: four items in register 0 turn the sketch dense first.
     for k in 1..=4 {
         ell.observe_hash(hash_for(2, 2, 0, k));
@@ -330,7 +330,7 @@ impl Sketch for ExaLogLog {
         Estimator { name: "ML", source: Source::Merged, mvp: 3.673 },
     ];
     fn seeded(p: u8, seed: u64) -> Result<Self, ConfigError> {
-        ExaLogLog::with_params(p, 2, 20, seed)
+        ExaLogLog::with_seed(p, seed)
     }
     fn add(&mut self, hash: u64) {
         self.observe_hash(hash);

@@ -25,7 +25,9 @@ mod common;
 
 use common::{Answers, Subject};
 use synopses::DecodeError;
-use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
+use synopses::cardinality::{
+    ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator,
+};
 use synopses::codec::Codec;
 use synopses::core::Weight;
 use synopses::frequency::{CountMin, HeavyHitters, Update};
@@ -332,7 +334,7 @@ fn fixtures() -> Result<Vec<Fixture>, Box<dyn Error>> {
     ull_merged.merge(&other)?;
     let mut ell = ExaLogLog::new(8)?;
     ell.observe_all(0..100_000_u64);
-    let mut ell_19 = ExaLogLog::with_params(6, 1, 9, 3)?;
+    let mut ell_19 = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: 6, t: 1, d: 9 }, 3)?;
     ell_19.observe_all((0..500).map(|i| format!("user-{i}")));
     // Both in their sparse mode, and UltraLogLog's empty sketch.
     let mut ull_sparse = UltraLogLog::with_seed(12, 0)?;

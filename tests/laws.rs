@@ -10,8 +10,10 @@ use std::fmt::Debug;
 
 use proptest::prelude::*;
 use proptest::sample::Index;
-use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
-use synopses::core::Mergeable;
+use synopses::cardinality::{
+    ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator,
+};
+use synopses::core::{Confidence, Mergeable};
 use synopses::frequency::{CountMin, Update};
 use synopses::hash::DEFAULT_SEED;
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
@@ -23,6 +25,12 @@ trait Subject: Mergeable + Clone + PartialEq + Debug {
     /// What a sketch with this state answers, as bits (estimates that depend on history only,
     /// such as the martingale, are compared separately).
     fn state_estimate(&self) -> u64;
+    /// The same state without what only its history gives (the martingale of a sketch that
+    /// saw one stream): what a merge of two of its non-empty parts holds. A self-merge ends a
+    /// martingale and changes no register.
+    fn without_history(&self) -> Self {
+        self.clone()
+    }
 }
 
 impl Subject for HyperLogLog {
@@ -31,6 +39,9 @@ impl Subject for HyperLogLog {
     }
     fn roundtrip(&self) -> Self {
         HyperLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
+    }
+    fn without_history(&self) -> Self {
+        merged(self, self)
     }
     fn state_estimate(&self) -> u64 {
         self.register_estimate().to_bits()
@@ -44,6 +55,9 @@ impl Subject for UltraLogLog {
     fn roundtrip(&self) -> Self {
         UltraLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
     }
+    fn without_history(&self) -> Self {
+        merged(self, self)
+    }
     fn state_estimate(&self) -> u64 {
         let ml = self.register_estimate(UltraLogLogEstimator::MaximumLikelihood).to_bits();
         ml.rotate_left(7) ^ self.register_estimate(UltraLogLogEstimator::Fgra).to_bits()
@@ -56,6 +70,9 @@ impl Subject for ExaLogLog {
     }
     fn roundtrip(&self) -> Self {
         ExaLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
+    }
+    fn without_history(&self) -> Self {
+        merged(self, self)
     }
     fn state_estimate(&self) -> u64 {
         self.register_estimate().to_bits()
@@ -141,16 +158,22 @@ fn split<'a>(items: &'a [u64], cuts: &[Index]) -> Vec<&'a [u64]> {
 fn partition_law<S: Subject>(empty: &S, items: &[u64], cuts: &[Index]) -> Result<(), TestCaseError> {
     let whole = observed(empty, items);
     let mut union = empty.empty_like();
-    for part in split(items, cuts) {
+    let parts = split(items, cuts);
+    for part in &parts {
         union.merge(&observed(empty, part)).expect("same configuration");
     }
-    prop_assert_eq!(&union, &whole);
+    if parts.iter().filter(|part| !part.is_empty()).count() <= 1 {
+        // Merges with the empty sketch only, which keep everything.
+        prop_assert_eq!(&union, &whole);
+    }
+    prop_assert_eq!(union.without_history(), whole.without_history());
     prop_assert_eq!(union.state_estimate(), whole.state_estimate());
     Ok(())
 }
 
 /// Commutativity, associativity, the empty identity, and serialize → deserialize → merge =
-/// in-memory merge; idempotence too where the merge is a maximum (`a ⊕ a = a`), not a sum.
+/// in-memory merge; idempotence too where the merge is a maximum (`a ⊕ a` holds the state of
+/// `a`, but for a martingale, which ends), not a sum.
 fn algebra_laws<S: Subject>(empty: &S, a: &[u64], b: &[u64], c: &[u64], idempotent: bool) -> Result<(), TestCaseError> {
     let (a, b, c) = (observed(empty, a), observed(empty, b), observed(empty, c));
     // Commutative.
@@ -164,12 +187,148 @@ fn algebra_laws<S: Subject>(empty: &S, a: &[u64], b: &[u64], c: &[u64], idempote
     prop_assert_eq!(&merged(&a, &e), &a);
     prop_assert_eq!(&merged(&e, &a), &a);
     if idempotent {
-        prop_assert_eq!(&merged(&a, &a), &a);
+        // A self-merge keeps every register (and ends a martingale, which a second one keeps
+        // ended).
+        let aa = merged(&a, &a);
+        prop_assert_eq!(aa.state_estimate(), a.state_estimate());
+        prop_assert_eq!(&merged(&aa, &a), &aa);
     }
     // Serialize → deserialize → merge equals the in-memory merge.
     let via_bytes = merged(&a.roundtrip(), &b.roundtrip());
     prop_assert_eq!(&via_bytes, &ab);
     prop_assert_eq!(via_bytes.state_estimate(), ab.state_estimate());
+    Ok(())
+}
+
+/// A type whose sketches of different sizes combine by reducing the finer one.
+trait Reducing: Subject {
+    /// The size a sketch reduces to: its precision, or its number of bitmaps.
+    fn size(&self) -> usize;
+    fn reduce_to(&self, size: usize) -> Self;
+    fn merge_reducing(&mut self, other: &Self) -> Result<(), synopses::MergeError>;
+}
+
+macro_rules! reducing_by_precision {
+    ($($ty:ty),*) => {$(
+        impl Reducing for $ty {
+            fn size(&self) -> usize {
+                usize::from(self.precision())
+            }
+            fn reduce_to(&self, size: usize) -> Self {
+                self.reduce(size as u8).expect("a coarser precision")
+            }
+            fn merge_reducing(&mut self, other: &Self) -> Result<(), synopses::MergeError> {
+                <$ty>::merge_reducing(self, other)
+            }
+        }
+    )*};
+}
+reducing_by_precision!(HyperLogLog, UltraLogLog, ExaLogLog);
+
+impl Reducing for FlajoletMartin {
+    fn size(&self) -> usize {
+        self.bitmaps()
+    }
+    fn reduce_to(&self, size: usize) -> Self {
+        self.reduce(size).expect("fewer bitmaps")
+    }
+    fn merge_reducing(&mut self, other: &Self) -> Result<(), synopses::MergeError> {
+        FlajoletMartin::merge_reducing(self, other)
+    }
+}
+
+/// `fine` and `coarse` empty sketches, and the same `items` observed by both: `fine` reduced to
+/// `coarse`'s size is `coarse` without its history, and each reduced to its own size is
+/// itself.
+fn reduce_law<S: Reducing>(fine: &S, coarse: &S, items: &[u64]) -> Result<(), TestCaseError> {
+    let (fine, coarse) = (observed(fine, items), observed(coarse, items));
+    let reduced = fine.reduce_to(coarse.size());
+    prop_assert_eq!(reduced.without_history(), coarse.without_history());
+    prop_assert_eq!(reduced.state_estimate(), coarse.state_estimate());
+    prop_assert_eq!(&fine.reduce_to(fine.size()), &fine);
+    prop_assert_eq!(&coarse.reduce_to(coarse.size()), &coarse);
+    Ok(())
+}
+
+/// Sketches `a` and `b` of sizes `empty_a` and `empty_b`: a plain merge of different sizes is
+/// refused and changes nothing, and `merge_reducing` equals the merge of both reduced to the
+/// smaller size, in either order, estimates included.
+fn reducing_law<S: Reducing>(empty_a: &S, empty_b: &S, a: &[u64], b: &[u64]) -> Result<(), TestCaseError> {
+    let (a, b) = (observed(empty_a, a), observed(empty_b, b));
+    let q = a.size().min(b.size());
+    let expected = merged(&a.reduce_to(q), &b.reduce_to(q));
+    for (x, y) in [(&a, &b), (&b, &a)] {
+        let mut strict = x.clone();
+        if x.size() != y.size() {
+            prop_assert!(strict.merge(y).is_err());
+            prop_assert_eq!(&strict, x);
+        }
+        let mut out = x.clone();
+        out.merge_reducing(y).expect("same seed");
+        prop_assert_eq!(out.size(), q);
+        prop_assert_eq!(&out, &expected);
+        prop_assert_eq!(out.state_estimate(), expected.state_estimate());
+    }
+    Ok(())
+}
+
+/// A distinct-count sketch: every answer it gives, and its bytes.
+trait Answers: Subject {
+    /// Every estimate, error and bound, as bits (the martingale's as `u64::MAX` when absent).
+    fn answers(&self) -> Vec<u64>;
+    fn bytes(&self) -> Vec<u8>;
+}
+
+macro_rules! answers {
+    ($($ty:ty => |$s:ident| $estimates:expr),* $(,)?) => {$(
+        impl Answers for $ty {
+            fn answers(&self) -> Vec<u64> {
+                let $s = self;
+                let mut out: Vec<f64> = $estimates;
+                out.push(self.relative_standard_error());
+                for c in [Confidence::OneSigma, Confidence::TwoSigma, Confidence::ThreeSigma, Confidence::NinetyFivePercent] {
+                    let b = self.bounds(c);
+                    out.extend([b.lower, b.upper]);
+                }
+                out.into_iter().map(f64::to_bits).collect()
+            }
+            fn bytes(&self) -> Vec<u8> {
+                self.to_bytes()
+            }
+        }
+    )*};
+}
+
+answers!(
+    HyperLogLog => |s| vec![s.estimate(), s.register_estimate(), s.martingale_estimate().unwrap_or(f64::from_bits(u64::MAX))],
+    UltraLogLog => |s| vec![
+        s.estimate(),
+        s.register_estimate(UltraLogLogEstimator::MaximumLikelihood),
+        s.register_estimate(UltraLogLogEstimator::Fgra),
+        s.martingale_estimate().unwrap_or(f64::from_bits(u64::MAX)),
+    ],
+    ExaLogLog => |s| vec![s.estimate(), s.register_estimate(), s.martingale_estimate().unwrap_or(f64::from_bits(u64::MAX))],
+    FlajoletMartin => |s| vec![s.estimate()],
+);
+
+/// Equality means equal answers: `a == b` exactly when their bytes are equal, and then every
+/// answer is equal, bit for bit. Checked on pairs that may or may not be equal: a sketch and
+/// its round trip, a merge of two streams and one pass over both (equal registers, but the
+/// martingale of the one pass only), and a sketch and itself without its history.
+fn equality_law<S: Answers>(empty: &S, a: &[u64], b: &[u64]) -> Result<(), TestCaseError> {
+    let (sa, sb) = (observed(empty, a), observed(empty, b));
+    let whole: Vec<u64> = a.iter().chain(b).copied().collect();
+    let one_pass = observed(empty, &whole);
+    let union = merged(&sa, &sb);
+    prop_assert_eq!(&sa.roundtrip(), &sa);
+    prop_assert_eq!(union.without_history(), one_pass.without_history());
+    for (x, y) in [(&sa, &sa.roundtrip()), (&union, &one_pass), (&one_pass, &one_pass.without_history()), (&sa, &union)]
+    {
+        prop_assert_eq!(x == y, x.bytes() == y.bytes(), "{:?} and {:?}", x, y);
+        if x == y {
+            prop_assert_eq!(x.answers(), y.answers(), "{:?} and {:?}", x, y);
+        }
+    }
     Ok(())
 }
 
@@ -229,30 +388,48 @@ proptest! {
     #[test]
     fn ell_partition_law(p in 2_u8..=9, t in 0_u8..=4, d in 0_u8..=26, seed in any::<u64>(), items in items(), cuts in cuts()) {
         let d = d.min(26 - t);
-        partition_law(&ExaLogLog::with_params(p, t, d, seed).unwrap(), &items, &cuts)?;
+        partition_law(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, seed).unwrap(), &items, &cuts)?;
     }
 
     #[test]
     fn ell_algebra(p in 2_u8..=9, t in 0_u8..=4, d in 0_u8..=26, a in items(), b in items(), c in items()) {
         let d = d.min(26 - t);
-        algebra_laws(&ExaLogLog::with_params(p, t, d, 5).unwrap(), &a, &b, &c, true)?;
+        algebra_laws(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, 5).unwrap(), &a, &b, &c, true)?;
     }
 
-    /// Merging sketches of different precisions gives the coarser precision, exactly the
-    /// state of a coarse sketch over both streams, in either order.
+    /// `a == b` exactly when the bytes are equal, and then every answer is equal.
     #[test]
-    fn mixed_precision_merges_reduce_exactly(p in 3_u8..=10, q in 3_u8..=10, a in items(), b in items()) {
-        let coarse = p.min(q);
-        let whole: Vec<u64> = a.iter().chain(&b).copied().collect();
-        let (ua, ub) = (observed(&UltraLogLog::new(p).unwrap(), &a), observed(&UltraLogLog::new(q).unwrap(), &b));
-        let expected = observed(&UltraLogLog::new(coarse).unwrap(), &whole);
-        prop_assert_eq!(&merged(&ua, &ub), &expected);
-        prop_assert_eq!(&merged(&ub, &ua), &expected);
-        prop_assert_eq!(ua.reduce(coarse).unwrap(), observed(&UltraLogLog::new(coarse).unwrap(), &a));
-        let (ea, eb) = (observed(&ExaLogLog::new(p).unwrap(), &a), observed(&ExaLogLog::new(q).unwrap(), &b));
-        let expected = observed(&ExaLogLog::new(coarse).unwrap(), &whole);
-        prop_assert_eq!(&merged(&ea, &eb), &expected);
-        prop_assert_eq!(&merged(&eb, &ea), &expected);
+    fn equal_sketches_answer_alike(p in 3_u8..=10, t in 0_u8..=4, a in items(), b in items()) {
+        equality_law(&HyperLogLog::new(p.max(4)).unwrap(), &a, &b)?;
+        equality_law(&UltraLogLog::new(p).unwrap(), &a, &b)?;
+        equality_law(&ExaLogLog::new(p).unwrap(), &a, &b)?;
+        equality_law(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d: 26 - t }, 2).unwrap(), &a, &b)?;
+        equality_law(&FlajoletMartin::new(1 << p).unwrap(), &a, &b)?;
+    }
+
+    /// `merge` refuses another precision and changes nothing; `merge_reducing(a, b)` is
+    /// `a.reduce(q).merge(b.reduce(q))` at the coarser precision `q`, in either order, for
+    /// every type that reduces.
+    #[test]
+    fn merge_reducing_is_merge_of_the_reduced(p in 3_u8..=10, q in 3_u8..=10, a in items(), b in items()) {
+        reducing_law(&HyperLogLog::new(p.max(4)).unwrap(), &HyperLogLog::new(q.max(4)).unwrap(), &a, &b)?;
+        reducing_law(&UltraLogLog::new(p).unwrap(), &UltraLogLog::new(q).unwrap(), &a, &b)?;
+        reducing_law(&ExaLogLog::new(p).unwrap(), &ExaLogLog::new(q).unwrap(), &a, &b)?;
+        reducing_law(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t: 1, d: 9 }, 0).unwrap(), &ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: q, t: 1, d: 9 }, 0).unwrap(), &a, &b)?;
+        reducing_law(&FlajoletMartin::new(1 << p).unwrap(), &FlajoletMartin::new(1 << q).unwrap(), &a, &b)?;
+    }
+
+    /// A reduced sketch is the sketch the coarser precision builds from the same items (but
+    /// for the martingale, which a reduction ends), and reducing to its own size changes
+    /// nothing.
+    #[test]
+    fn reduce_equals_direct(p in 3_u8..=10, q in 3_u8..=10, items in items()) {
+        let (fine, coarse) = (usize::from(p.max(q)), usize::from(p.min(q)));
+        reduce_law(&HyperLogLog::new(fine.max(4) as u8).unwrap(), &HyperLogLog::new(coarse.max(4) as u8).unwrap(), &items)?;
+        reduce_law(&UltraLogLog::new(fine as u8).unwrap(), &UltraLogLog::new(coarse as u8).unwrap(), &items)?;
+        reduce_law(&ExaLogLog::new(fine as u8).unwrap(), &ExaLogLog::new(coarse as u8).unwrap(), &items)?;
+        reduce_law(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: fine as u8, t: 3, d: 0 }, 1).unwrap(), &ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: coarse as u8, t: 3, d: 0 }, 1).unwrap(), &items)?;
+        reduce_law(&FlajoletMartin::new(1 << fine).unwrap(), &FlajoletMartin::new(1 << coarse).unwrap(), &items)?;
     }
 
     /// An UltraLogLog's update values are the HyperLogLog registers of the same items.
@@ -270,7 +447,7 @@ proptest! {
         // modes hold as many), the same registers once both are dense.
         let mut direct = HyperLogLog::new(p).unwrap();
         direct.observe_all(&items);
-        prop_assert_eq!(&hll, &direct);
+        prop_assert_eq!(hll.without_history(), direct.without_history());
         prop_assert_eq!(hll.is_sparse(), ull.is_sparse());
         if ull.is_sparse() {
             // Both count their entries exactly.
@@ -464,7 +641,7 @@ proptest! {
     fn history_observe_all_equals_one_by_one(p in 3_u8..=10, t in 0_u8..=4, head in items(), tail in items()) {
         batch_equals_one_by_one!(UltraLogLog::new(p).unwrap(), [&head, &tail]);
         for (t, d) in [(2, 20), (t, 26 - t), (t, 0)] {
-            batch_equals_one_by_one!(ExaLogLog::with_params(p, t, d, 3).unwrap(), [&head, &tail]);
+            batch_equals_one_by_one!(ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, 3).unwrap(), [&head, &tail]);
         }
     }
 
@@ -486,15 +663,6 @@ proptest! {
         for k in 0..20_u64 {
             prop_assert_eq!(batch.estimate(k), single.estimate(k));
         }
-    }
-
-    /// Reducing a sketch to a lower precision gives the sketch that precision would have built.
-    #[test]
-    fn hll_reduce_equals_direct(p in 5_u8..=12, drop in 1_u8..=4, items in items()) {
-        let target = p.saturating_sub(drop).max(4);
-        let fine = observed(&HyperLogLog::new(p).unwrap(), &items);
-        let coarse = observed(&HyperLogLog::new(target).unwrap(), &items);
-        prop_assert_eq!(fine.reduce(target).unwrap(), coarse);
     }
 
     /// While sparse, the sketch is exact (it agrees with a `HashSet`) but for items whose 32-bit
@@ -558,7 +726,7 @@ mod parallel {
         fn par_observe_equals_sequential(p in 4_u8..=12, items in prop::collection::vec(any::<u64>(), 0..20_000)) {
             let mut par = HyperLogLog::new(p).unwrap();
             par.par_observe(&items);
-            prop_assert_eq!(par, observed(&HyperLogLog::new(p).unwrap(), &items));
+            prop_assert_eq!(par.without_history(), observed(&HyperLogLog::new(p).unwrap(), &items).without_history());
 
             let mut par = FlajoletMartin::new(1 << (p - 4)).unwrap();
             par.par_observe(&items);
@@ -574,7 +742,7 @@ mod parallel {
         par.par_observe(&items[1000..]);
         let mut seq = HyperLogLog::new(12)?;
         seq.observe_all(&items);
-        assert_eq!(par, seq);
+        assert_eq!(par.without_history(), seq.without_history());
         Ok(())
     }
 }
@@ -924,7 +1092,7 @@ mod shedding {
                 }
                 union.merge(&shed).unwrap();
             }
-            prop_assert_eq!(union.inner(), whole.inner());
+            prop_assert_eq!(union.inner().without_history(), whole.inner().without_history());
             prop_assert_eq!(union.stats(), whole.stats());
         }
 
@@ -990,7 +1158,8 @@ mod partitioned {
     use super::*;
     use synopses::stream::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioned, Partitioner, ShuffleGrouping};
 
-    /// The merged state of every partitioned run equals one sequential pass.
+    /// The merged state of every partitioned run equals one sequential pass (without the
+    /// martingale of that one pass, which a merge of two non-empty parts ends).
     fn check_all<O, P>(proto: &O, partitioner: P, items: &[u64]) -> Result<(), TestCaseError>
     where
         O: Mergeable
@@ -1003,23 +1172,23 @@ mod partitioned {
             + Send,
         P: Partitioner + Send + Sync,
     {
-        let sequential = observed(proto, items);
+        let sequential = observed(proto, items).without_history();
         let mut one = Partitioned::new(proto, partitioner.clone()).unwrap();
         items.iter().for_each(|&x| one.observe(x));
-        prop_assert_eq!(&one.merged().unwrap(), &sequential);
+        prop_assert_eq!(&one.merged().unwrap().without_history(), &sequential);
         let mut batch = Partitioned::new(proto, partitioner.clone()).unwrap();
         batch.observe_slice(items);
-        prop_assert_eq!(&batch.merged().unwrap(), &sequential);
+        prop_assert_eq!(&batch.merged().unwrap().without_history(), &sequential);
         prop_assert_eq!(batch.partitioner().loads(), one.partitioner().loads());
         #[cfg(feature = "rayon")]
         {
             let mut parallel = Partitioned::new(proto, partitioner.clone()).unwrap();
             parallel.par_observe(items);
-            prop_assert_eq!(&parallel.merged().unwrap(), &sequential);
+            prop_assert_eq!(&parallel.merged().unwrap().without_history(), &sequential);
             prop_assert_eq!(parallel.partitioner().loads().iter().sum::<u64>(), items.len() as u64);
             let mut chunked = Partitioned::new(proto, partitioner).unwrap();
             chunked.par_observe_iter(items.iter().copied());
-            prop_assert_eq!(&chunked.merged().unwrap(), &sequential);
+            prop_assert_eq!(&chunked.merged().unwrap().without_history(), &sequential);
         }
         Ok(())
     }
@@ -1132,7 +1301,7 @@ fn partitions_behind_load_shedders_equal_one_pass() -> Result<(), Box<dyn std::e
         let mut parts = Partitioned::new(&proto, PartialKeyGrouping::new(workers)?)?;
         parts.observe_slice(&items);
         let merged = parts.merged()?;
-        assert_eq!(merged.inner(), whole.inner(), "{workers} workers");
+        assert_eq!(merged.inner().without_history(), whole.inner().without_history(), "{workers} workers");
         assert_eq!(merged.stats(), whole.stats(), "{workers} workers");
     }
     Ok(())

@@ -34,7 +34,7 @@ use common::{ENVELOPE_LEN, Subject, body, envelope, envelope_with};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use synopses::DecodeError;
-use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog};
+use synopses::cardinality::{ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog};
 use synopses::codec::Codec;
 use synopses::core::{Confidence, Weight};
 use synopses::frequency::{CountMin, HeavyHitters, Update};
@@ -1021,6 +1021,37 @@ fn hll_with_error_above_the_documented_range_is_an_error() {
         let r = HyperLogLog::with_error(e);
         assert!(r.is_err(), "with_error({e}) = {:?}", r.map(|h| h.precision()));
     }
+}
+
+/// UltraLogLog's and ExaLogLog's `with_error` accept their documented ranges, about
+/// `[0.0000929, 0.2690]` (precision 26 to 3) and `[0.0000443, 0.1811]` (26 to 2), and nothing else, and never
+/// give a finer sketch when more error is allowed. (ExaLogLog's finest end is checked by its
+/// precision's error alone: a sketch of precision 26 allocates 256 MiB at once.)
+#[test]
+fn history_sketches_with_error_accept_exactly_the_documented_range() -> TestResult {
+    let precision = |r: Result<UltraLogLog, synopses::ConfigError>| r.map(|s| s.precision());
+    let ell_precision = |r: Result<ExaLogLog, synopses::ConfigError>| r.map(|s| s.precision());
+    for e in [f64::NAN, f64::NEG_INFINITY, 0.0, -0.01, 1e-9, 0.0000928, 0.2691, 0.5, f64::INFINITY] {
+        assert_eq!(precision(UltraLogLog::with_error(e)).map_err(|e| e.parameter()), Err("relative_error"), "{e}");
+    }
+    for e in [f64::NAN, f64::NEG_INFINITY, 0.0, -0.01, 1e-9, 0.0000442, 0.1812, 0.5, f64::INFINITY] {
+        assert_eq!(ell_precision(ExaLogLog::with_error(e)).map_err(|e| e.parameter()), Err("relative_error"), "{e}");
+    }
+    assert_eq!(precision(UltraLogLog::with_error(0.0000929))?, 26);
+    // The coarsest precision errs a little more than its rounded bound: the next answers.
+    assert_eq!(precision(UltraLogLog::with_error(0.2690))?, 4);
+    assert_eq!(ell_precision(ExaLogLog::with_error(0.1810))?, 3);
+    assert_eq!(ell_precision(ExaLogLog::with_error(1e-4))?, 24);
+    let (mut ull_previous, mut ell_previous) = (26, 24);
+    for k in 0..=100 {
+        let e = 1e-4 * (0.18_f64 / 1e-4).powf(f64::from(k) / 100.0);
+        let (ull, ell) = (precision(UltraLogLog::with_error(e))?, ell_precision(ExaLogLog::with_error(e))?);
+        assert!(ull <= ull_previous && ell <= ell_previous, "with_error({e}): {ull}, {ell}");
+        // An ExaLogLog register errs less than an UltraLogLog one: never more of them.
+        assert!(ell <= ull, "with_error({e}): {ull}, {ell}");
+        (ull_previous, ell_previous) = (ull, ell);
+    }
+    Ok(())
 }
 
 #[test]
@@ -2097,8 +2128,16 @@ fn history_sketches_invalid_parameters_are_config_errors() {
     for p in [0, 1, 27] {
         assert_eq!(ExaLogLog::new(p).map_err(|e| e.parameter()).err(), Some("precision"), "{p}");
     }
-    assert_eq!(ExaLogLog::with_params(8, 5, 0, 0).map_err(|e| e.parameter()).err(), Some("t"));
-    assert_eq!(ExaLogLog::with_params(8, 4, 23, 0).map_err(|e| e.parameter()).err(), Some("d"));
+    assert_eq!(
+        ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: 8, t: 5, d: 0 }, 0).map_err(|e| e.parameter()).err(),
+        Some("t")
+    );
+    assert_eq!(
+        ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: 8, t: 4, d: 23 }, 0)
+            .map_err(|e| e.parameter())
+            .err(),
+        Some("d")
+    );
     let ull = UltraLogLog::new(8).expect("valid");
     assert_eq!(ull.reduce(9).map_err(|e| e.parameter()).err(), Some("precision"));
     assert_eq!(ull.reduce(2).map_err(|e| e.parameter()).err(), Some("precision"));
@@ -2109,18 +2148,27 @@ fn history_sketches_mismatched_merges_fail_and_change_nothing() -> TestResult {
     let mut a = UltraLogLog::with_seed(8, 1)?;
     a.observe_all(0..1000_u64);
     let before = a.clone();
-    assert_eq!(a.merge(&UltraLogLog::with_seed(8, 2)?).map_err(|e| e.parameter()), Err("seed"));
+    for (other, parameter) in [(UltraLogLog::with_seed(8, 2)?, "seed"), (UltraLogLog::with_seed(7, 1)?, "precision")] {
+        assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
+        assert_eq!(a, before);
+    }
+    assert_eq!(a.merge_reducing(&UltraLogLog::with_seed(7, 2)?).map_err(|e| e.parameter()), Err("seed"));
     assert_eq!(a, before);
     let mut e = ExaLogLog::new(8)?;
     e.observe_all(0..1000_u64);
     let before = e.clone();
     for (other, parameter) in [
-        (ExaLogLog::with_params(8, 1, 20, DEFAULT_SEED)?, "t"),
-        (ExaLogLog::with_params(8, 2, 19, DEFAULT_SEED)?, "d"),
-        (ExaLogLog::with_params(8, 2, 20, 3)?, "seed"),
+        (ExaLogLog::with_shape(ExaLogLogShape { precision: 8, t: 1, d: 20 })?, "t"),
+        (ExaLogLog::with_shape(ExaLogLogShape { precision: 8, t: 2, d: 19 })?, "d"),
+        (ExaLogLog::with_seed(8, 3)?, "seed"),
+        (ExaLogLog::with_shape(ExaLogLogShape { precision: 9, t: 2, d: 20 })?, "precision"),
     ] {
         assert_eq!(e.merge(&other).map_err(|e| e.parameter()), Err(parameter));
         assert_eq!(e, before);
+        if parameter != "precision" {
+            assert_eq!(e.merge_reducing(&other).map_err(|e| e.parameter()), Err(parameter));
+            assert_eq!(e, before);
+        }
     }
     Ok(())
 }

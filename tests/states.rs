@@ -23,7 +23,7 @@ use std::fmt::Debug;
 use common::{Answers, CONFIDENCES};
 use proptest::prelude::*;
 use synopses::DecodeError;
-use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog};
+use synopses::cardinality::{ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog};
 use synopses::codec::Codec;
 use synopses::core::{Confidence, Mergeable, Weight};
 use synopses::frequency::{CountMin, HeavyHitters, Update};
@@ -105,6 +105,17 @@ fn merge_or_unchanged<S: Mergeable + Clone + PartialEq + Debug>(state: &mut S, o
     }
 }
 
+/// A merge of a peer of another size: `merge` must refuse it and change nothing, then
+/// `reducing` (a reducing merge of the same seed) must accept it.
+fn merge_reducing<S: Mergeable + Clone + PartialEq + Debug>(
+    state: &mut S,
+    peer: &S,
+    reducing: impl Fn(&mut S, &S) -> Result<(), synopses::MergeError>,
+) {
+    merge_or_unchanged(state, peer);
+    assert!(reducing(state, peer).is_ok(), "a reducing merge of the same seed was refused");
+}
+
 /// The state becomes the empty instance's merge with it (which must be accepted).
 fn into_empty<S: Mergeable>(state: &mut S) {
     let mut empty = state.empty_like();
@@ -179,7 +190,8 @@ enum Card {
     Hashes(Vec<u64>),
     /// Merge a peer of the same configuration that saw these hashes.
     Merge(Vec<u64>),
-    /// Merge a peer `drop` precisions coarser (refused by HyperLogLog, reduced to by the others).
+    /// Merge a peer `drop` precisions coarser (or with `2^drop` times fewer bitmaps): refused
+    /// by `merge`, reduced to by `merge_reducing`.
     MergeCoarser(u8, Vec<u64>),
     MergeSelf,
     /// Become the empty sketch's merge with this one.
@@ -223,7 +235,7 @@ macro_rules! cardinality_subject {
                         let p = self.precision().saturating_sub(*drop).max($min);
                         let mut peer = self.empty_like().reduce(p).expect("a precision in range");
                         hashes.iter().for_each(|&h| peer.observe_hash(h));
-                        merge_or_unchanged(self, &peer);
+                        merge_reducing(self, &peer, |s, o| s.merge_reducing(o));
                     }
                     Card::MergeSelf => merge_self_times(self, 1),
                     Card::IntoEmpty => {
@@ -266,13 +278,18 @@ impl Reachable for FlajoletMartin {
         match op {
             Card::Items(items) => self.observe_all(items),
             Card::Hashes(hashes) => hashes.iter().for_each(|&h| self.observe_hash(h)),
-            // (No other precisions: a coarser peer is a peer.)
-            Card::Merge(hashes) | Card::MergeCoarser(_, hashes) => {
+            Card::Merge(hashes) => {
                 let mut peer = self.empty_like();
                 hashes.iter().for_each(|&h| peer.observe_hash(h));
                 merge_or_unchanged(self, &peer);
             }
-            Card::MergeSelf | Card::Reduce(_) => merge_self_times(self, 1),
+            Card::MergeCoarser(drop, hashes) => {
+                let mut peer = self.reduce((self.bitmaps() >> drop).max(1)).expect("fewer bitmaps").empty_like();
+                hashes.iter().for_each(|&h| peer.observe_hash(h));
+                merge_reducing(self, &peer, |s, o| s.merge_reducing(o));
+            }
+            Card::MergeSelf => merge_self_times(self, 1),
+            Card::Reduce(drop) => *self = self.reduce((self.bitmaps() >> drop).max(1)).expect("fewer bitmaps"),
             Card::IntoEmpty => {
                 into_empty(self);
             }
@@ -311,7 +328,7 @@ fn every_register_at_its_largest_value_answers_finitely() -> Result<(), TestCase
     for (p, t, d) in
         [(2_u8, 0_u8, 0_u8), (2, 0, 26), (2, 4, 22), (2, 4, 0), (3, 2, 20), (8, 2, 20), (6, 1, 9), (4, 3, 21)]
     {
-        let mut ell = ExaLogLog::with_params(p, t, d, 7).expect("a valid shape");
+        let mut ell = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, 7).expect("a valid shape");
         let max_value = (65 - u32::from(p) - u32::from(t)) << t;
         fill(p, t, max_value, |h| ell.observe_hash(h));
         run(ell, &[Card::MergeSelf, Card::Reduce(1), Card::IntoEmpty])?;
@@ -346,7 +363,7 @@ proptest! {
         ops in prop::collection::vec(ExaLogLog::op(), 0..12),
     ) {
         let d = d.min(26 - t);
-        run(ExaLogLog::with_params(p, t, d, seed).expect("a valid shape"), &ops)?;
+        run(ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, seed).expect("a valid shape"), &ops)?;
     }
 
     #[test]
@@ -1053,30 +1070,30 @@ fn a_sparse_sketch_reduced_to_a_shape_born_dense_keeps_its_count() -> Result<(),
     assert!(reduced.estimate() >= 5.0, "{}", reduced.estimate());
     assert_eq!(UltraLogLog::from_bytes(&reduced.to_bytes())?, reduced);
     let mut empty = UltraLogLog::new(3)?;
-    empty.merge(&ull)?;
+    empty.merge_reducing(&ull)?;
     assert_eq!(UltraLogLog::from_bytes(&empty.to_bytes())?, empty);
     assert_eq!(empty.estimate(), reduced.estimate());
     // ExaLogLog: a sparse sketch reduced far, and shapes born dense (p + t > 26) reduced to
     // precisions with a sparse mode, where the result is dense with few items (an outside
     // review found the decoder refusing those).
-    let mut ell = ExaLogLog::with_params(20, 2, 20, 1)?;
+    let mut ell = ExaLogLog::with_seed(20, 1)?;
     ell.observe_all(0..20_u64);
     let reduced = ell.reduce(2)?;
     assert_eq!(ExaLogLog::from_bytes(&reduced.to_bytes())?, reduced);
     for (t, d) in [(4_u8, 0_u8), (4, 22)] {
-        let mut born_dense = ExaLogLog::with_params(23, t, d, 1)?;
+        let mut born_dense = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: 23, t, d }, 1)?;
         assert!(!born_dense.is_sparse());
         born_dense.observe(7_u64);
         for p in [22, 10, 2] {
             let reduced = born_dense.reduce(p)?;
             assert_eq!(ExaLogLog::from_bytes(&reduced.to_bytes())?, reduced, "({t}, {d}) reduced to {p}");
         }
-        let mut small = ExaLogLog::with_params(22, t, d, 1)?;
-        small.merge(&born_dense)?;
+        let mut small = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: 22, t, d }, 1)?;
+        small.merge_reducing(&born_dense)?;
         assert_eq!(ExaLogLog::from_bytes(&small.to_bytes())?, small, "({t}, {d}) merged into an empty one");
-        let mut sparse = ExaLogLog::with_params(22, t, d, 1)?;
+        let mut sparse = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: 22, t, d }, 1)?;
         sparse.observe_all(0..5_u64);
-        sparse.merge(&born_dense)?;
+        sparse.merge_reducing(&born_dense)?;
         assert_eq!(ExaLogLog::from_bytes(&sparse.to_bytes())?, sparse, "({t}, {d}) merged into a sparse one");
     }
     Ok(())

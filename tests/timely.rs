@@ -42,9 +42,19 @@ fn sequential() -> Result<HyperLogLog, Box<dyn Error>> {
     Ok(hll)
 }
 
+/// The sketch without its history: a self-merge keeps every register and ends the martingale
+/// of one stream, which a merge of two non-empty parts cannot keep.
+fn without_history(hll: &HyperLogLog) -> Result<HyperLogLog, Box<dyn Error>> {
+    let mut out = hll.clone();
+    out.merge(hll)?;
+    Ok(out)
+}
+
 #[test]
 fn two_worker_threads_equal_one_pass() -> Result<(), Box<dyn Error>> {
-    assert_eq!(run(timely::Config::process(2))?, Some(sequential()?));
+    let two = run(timely::Config::process(2))?.ok_or("no result")?;
+    assert_eq!(without_history(&two)?, without_history(&sequential()?)?);
+    // One worker merges its one part into the empty sketch, which keeps everything.
     assert_eq!(run(timely::Config::thread())?, Some(sequential()?));
     Ok(())
 }
@@ -96,7 +106,7 @@ fn two_processes_equal_one_pass() -> Result<(), Box<dyn Error>> {
     }
     assert!(ok, "a timely process failed or ran out of time");
     let merged = HyperLogLog::from_bytes(&std::fs::read(&out)?)?;
-    assert_eq!(merged, sequential()?);
+    assert_eq!(without_history(&merged)?, without_history(&sequential()?)?);
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

@@ -41,6 +41,22 @@ pub(crate) fn improved_rse(m: u32) -> f64 {
     }
 }
 
+/// The smallest precision in `precisions` whose standard error `error_at(p)`, which falls as
+/// `p` grows, is at most `target`; `None` for a target outside the errors of the largest and
+/// the smallest precision (or not a number). What the accuracy-first constructors
+/// (`with_error`) pick.
+pub(crate) fn precision_for(
+    target: f64,
+    precisions: std::ops::RangeInclusive<u8>,
+    error_at: impl Fn(u8) -> f64,
+) -> Option<u8> {
+    let reachable = error_at(*precisions.end())..=error_at(*precisions.start());
+    if !reachable.contains(&target) {
+        return None;
+    }
+    precisions.into_iter().find(|&p| error_at(p) <= target)
+}
+
 /// The largest estimate any sketch of 64-bit hashes gives: `2^64`, the number of distinct
 /// hashes. More distinct items than that cannot be told apart, and a state that would say
 /// more (every register at its largest value, reachable by items crafted to hash that way)

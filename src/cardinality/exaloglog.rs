@@ -4,11 +4,54 @@
 
 use std::fmt;
 
+use super::estimators::precision_for;
 use super::history::{Boxed, Core, Shape};
 use super::optimal;
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
+
+/// The shape of an [`ExaLogLog`]: how many registers, and what each remembers. Build one with
+/// its fields, or [`recommended`](Self::recommended) for the most accurate per bit.
+///
+/// ```
+/// use synopses::cardinality::{ExaLogLog, ExaLogLogShape};
+///
+/// let shape = ExaLogLogShape { precision: 12, t: 1, d: 9 }; // 16-bit registers
+/// let ell = ExaLogLog::with_shape(shape)?;
+/// assert_eq!(ell.shape(), shape);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ExaLogLogShape {
+    /// The precision `p`: `2^p` registers, `p` in `2..=26`.
+    pub precision: u8,
+    /// Each power-of-two level of the update values is split into `2^t`, `t` in `0..=4`.
+    pub t: u8,
+    /// The bits of history per register: whether each of the `d` values below the maximum
+    /// occurred. At most `26 − t`, so that a register (`6 + t + d` bits) fits 32 bits.
+    pub d: u8,
+}
+
+impl ExaLogLogShape {
+    /// The recommended shape at `precision`: `t = 2`, `d = 20`, the lowest memory-variance
+    /// product (28-bit registers). What [`ExaLogLog::new`] builds.
+    ///
+    /// ```
+    /// use synopses::cardinality::{ExaLogLog, ExaLogLogShape};
+    ///
+    /// assert_eq!(ExaLogLogShape::recommended(10), ExaLogLogShape { precision: 10, t: 2, d: 20 });
+    /// assert_eq!(ExaLogLog::new(10)?.shape(), ExaLogLogShape::recommended(10));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub const fn recommended(precision: u8) -> Self {
+        Self { precision, t: 2, d: 20 }
+    }
+
+    fn internal(self) -> Shape {
+        Shape { p: self.precision, t: self.t, d: self.d }
+    }
+}
 
 /// An ExaLogLog distinct counter (Ertl, 2025). See the [family docs](super) for how it works.
 ///
@@ -25,6 +68,22 @@ use crate::hash::{DEFAULT_SEED, Hashable};
 /// Small sketches stay small: until about `3m/4` distinct items the sketch keeps an exact set
 /// of 32-bit entries (4 bytes per item) and answers with the exact count
 /// ([`is_sparse`](Self::is_sparse)), then turns dense by itself.
+///
+/// # The largest precisions are born dense
+///
+/// An entry holds the top `26 − t` and the low `t` bits of a hash, enough to place it in a
+/// register at every precision up to `26 − t`. Above that (precisions 25 and 26 for the
+/// default `t = 2`; from `27 − t` on in general) a sketch has no sparse mode: it allocates
+/// all its registers when it is made, `4 · 2^p` bytes, and encodes to `(6 + t + d) · 2^p / 8`
+/// bytes even while empty:
+///
+/// | precision (`t = 2, d = 20`) | memory at construction | encoded |
+/// |---|---|---|
+/// | 24 and below | under 1 KiB until items arrive | a few bytes per item |
+/// | 25 | 128 MiB | 112 MiB |
+/// | 26 | 256 MiB | 224 MiB |
+///
+/// (A sparse mode there would need 64-bit entries, and another encoding.)
 ///
 /// ```
 /// use synopses::cardinality::ExaLogLog;
@@ -54,7 +113,9 @@ impl ExaLogLog {
     /// ```
     pub const MIN_PRECISION: u8 = 2;
 
-    /// The largest supported precision (2^26 registers).
+    /// The largest supported precision (2^26 registers: 256 MiB in memory, allocated at
+    /// construction for the default `t = 2`; see
+    /// [born dense](Self#the-largest-precisions-are-born-dense)).
     ///
     /// ```
     /// use synopses::cardinality::ExaLogLog;
@@ -66,14 +127,29 @@ impl ExaLogLog {
     /// The largest `t`: each power-of-two level split into `2^t` update values.
     ///
     /// ```
-    /// use synopses::cardinality::ExaLogLog;
+    /// use synopses::cardinality::{ExaLogLog, ExaLogLogShape};
     ///
-    /// assert!(ExaLogLog::with_params(8, ExaLogLog::MAX_T + 1, 0, 0).is_err());
+    /// let shape = ExaLogLogShape { precision: 8, t: ExaLogLog::MAX_T + 1, d: 0 };
+    /// assert!(ExaLogLog::with_shape(shape).is_err());
     /// ```
     pub const MAX_T: u8 = 4;
 
+    /// The most bits a register may take, `6 + t + d` (`d` is at most `26 − t`).
+    ///
+    /// ```
+    /// use synopses::cardinality::{ExaLogLog, ExaLogLogShape};
+    ///
+    /// let full = ExaLogLogShape { precision: 8, t: 2, d: 24 };
+    /// assert_eq!(6 + full.t + full.d, ExaLogLog::MAX_REGISTER_BITS);
+    /// assert!(ExaLogLog::with_shape(full).is_ok());
+    /// assert!(ExaLogLog::with_shape(ExaLogLogShape { d: 25, ..full }).is_err());
+    /// ```
+    pub const MAX_REGISTER_BITS: u8 = 32;
+
     /// A sketch of `2^precision` registers with the recommended `t = 2`, `d = 20` and the
-    /// [default seed](DEFAULT_SEED). `precision` must be in `2..=26`.
+    /// [default seed](DEFAULT_SEED). `precision` must be in `2..=26`. Precisions 25 and 26
+    /// allocate their registers here, 128 and 256 MiB (see
+    /// [born dense](Self#the-largest-precisions-are-born-dense)); the others start small.
     ///
     /// | precision | bytes encoded | error, one stream (martingale) | error, merged (ML) |
     /// |---|---|---|---|
@@ -91,38 +167,123 @@ impl ExaLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn new(precision: u8) -> Result<Self, ConfigError> {
-        Self::with_params(precision, 2, 20, DEFAULT_SEED)
+        Self::with_seed(precision, DEFAULT_SEED)
     }
 
-    /// A sketch of `2^precision` registers, `t` sub-level bits and `d` history bits, hashing
-    /// with `seed`. Needs `precision` in `2..=26`, `t` in `0..=4` and `6 + t + d <= 32`.
-    /// `(t, d) = (2, 20)` is the most accurate per bit; `(2, 24)` fills 32 bits; `(0, 2)`
-    /// holds the same information as [`UltraLogLog`](super::UltraLogLog).
+    /// [`new`](Self::new), hashing with `seed`. Sketches merge only with sketches of the same
+    /// seed.
     ///
     /// ```
     /// use synopses::cardinality::ExaLogLog;
     ///
-    /// let ell = ExaLogLog::with_params(10, 2, 24, 7)?;
-    /// assert_eq!((ell.t(), ell.d(), ell.seed()), (2, 24, 7));
-    /// assert!(ExaLogLog::with_params(10, 2, 25, 7).is_err()); // 33 bits
+    /// let ell = ExaLogLog::with_seed(10, 7)?;
+    /// assert_eq!((ell.precision(), ell.seed()), (10, 7));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn with_params(precision: u8, t: u8, d: u8, seed: u64) -> Result<Self, ConfigError> {
-        Ok(Self { core: Boxed::new(Core::try_new(Self::shape(precision, t, d)?, seed)?) })
+    pub fn with_seed(precision: u8, seed: u64) -> Result<Self, ConfigError> {
+        Self::with_shape_and_seed(ExaLogLogShape::recommended(precision), seed)
+    }
+
+    /// A sketch of the given [shape](ExaLogLogShape) with the [default seed](DEFAULT_SEED).
+    /// Needs `precision` in `2..=26`, `t` in `0..=4` and `6 + t + d <= 32`. `(t, d) = (2, 20)`
+    /// is the most accurate per bit; `(2, 24)` fills 32 bits; `(0, 2)` holds the same
+    /// information as [`UltraLogLog`](super::UltraLogLog). A precision above `26 − t`
+    /// allocates its `4 · 2^precision` bytes of registers here (see
+    /// [born dense](Self#the-largest-precisions-are-born-dense)); the others start small.
+    ///
+    /// ```
+    /// use synopses::cardinality::{ExaLogLog, ExaLogLogShape};
+    ///
+    /// let ell = ExaLogLog::with_shape(ExaLogLogShape { precision: 10, t: 2, d: 24 })?;
+    /// assert_eq!((ell.t(), ell.d()), (2, 24));
+    /// assert!(ExaLogLog::with_shape(ExaLogLogShape { precision: 10, t: 2, d: 25 }).is_err()); // 33 bits
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_shape(shape: ExaLogLogShape) -> Result<Self, ConfigError> {
+        Self::with_shape_and_seed(shape, DEFAULT_SEED)
+    }
+
+    /// [`with_shape`](Self::with_shape), hashing with `seed`.
+    ///
+    /// ```
+    /// use synopses::cardinality::{ExaLogLog, ExaLogLogShape};
+    ///
+    /// let shape = ExaLogLogShape { precision: 10, t: 1, d: 9 };
+    /// let ell = ExaLogLog::with_shape_and_seed(shape, 7)?;
+    /// assert_eq!((ell.shape(), ell.seed()), (shape, 7));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_shape_and_seed(shape: ExaLogLogShape, seed: u64) -> Result<Self, ConfigError> {
+        Ok(Self { core: Boxed::new(Core::try_new(Self::validated(shape)?, seed)?) })
+    }
+
+    /// The smallest sketch of the recommended shape (`t = 2`, `d = 20`) whose standard error
+    /// after a merge (maximum likelihood, `√(3.67 / (28m))`, the worst case) is at most
+    /// `relative_error`, with the default seed.
+    ///
+    /// `relative_error` must be in about `[0.0000443, 0.1811]` (the errors of precisions 26
+    /// and 2). Below about `0.0000885` the precision is 25 or 26, whose registers (128 or
+    /// 256 MiB) are allocated here (see [born dense](Self#the-largest-precisions-are-born-dense)).
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// assert_eq!(ExaLogLog::with_error(0.01)?.precision(), 11);
+    /// assert!(ExaLogLog::with_error(0.0).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_error(relative_error: f64) -> Result<Self, ConfigError> {
+        Self::with_error_and_seed(relative_error, DEFAULT_SEED)
+    }
+
+    /// [`with_error`](Self::with_error), hashing with `seed`: on untrusted items, a secret
+    /// seed keeps an adversary from choosing items whose hashes fool the estimate (see the
+    /// [family docs](super#adversaries)).
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// let ell = ExaLogLog::with_error_and_seed(0.01, 0x5EC2E7)?;
+    /// assert_eq!((ell.precision(), ell.seed()), (11, 0x5EC2E7));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn with_error_and_seed(relative_error: f64, seed: u64) -> Result<Self, ConfigError> {
+        let shape = |p| ExaLogLogShape::recommended(p).internal();
+        let precision = precision_for(relative_error, Self::MIN_PRECISION..=Self::MAX_PRECISION, |p| {
+            optimal::relative_standard_error(optimal::mvp_ml(shape(p)), shape(p))
+        });
+        match precision {
+            Some(p) => Self::with_seed(p, seed),
+            None => Err(ConfigError::new("relative_error", relative_error, "a number in about [0.0000443, 0.1811]")),
+        }
     }
 
     /// The shape of valid parameters, checked without allocating anything.
-    fn shape(precision: u8, t: u8, d: u8) -> Result<Shape, ConfigError> {
+    fn validated(shape: ExaLogLogShape) -> Result<Shape, ConfigError> {
+        let ExaLogLogShape { precision, t, d } = shape;
         if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer in 2..=26"));
         }
         if t > Self::MAX_T {
             return Err(ConfigError::new("t", t, "an integer in 0..=4"));
         }
-        if 6 + u32::from(t) + u32::from(d) > 32 {
+        if 6 + u32::from(t) + u32::from(d) > u32::from(Self::MAX_REGISTER_BITS) {
             return Err(ConfigError::new("d", d, "at most 26 − t (registers of at most 32 bits)"));
         }
-        Ok(Shape { p: precision, t, d })
+        Ok(shape.internal())
+    }
+
+    /// The shape: precision, `t` and `d`.
+    ///
+    /// ```
+    /// use synopses::cardinality::{ExaLogLog, ExaLogLogShape};
+    ///
+    /// assert_eq!(ExaLogLog::new(9)?.shape(), ExaLogLogShape { precision: 9, t: 2, d: 20 });
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn shape(&self) -> ExaLogLogShape {
+        let Shape { p, t, d } = self.core.shape;
+        ExaLogLogShape { precision: p, t, d }
     }
 
     /// The precision `p`: the sketch has `2^p` registers.
@@ -162,7 +323,7 @@ impl ExaLogLog {
     ///
     /// ```
     /// # use synopses::cardinality::ExaLogLog;
-    /// assert_eq!(ExaLogLog::with_params(9, 2, 20, 3)?.seed(), 3);
+    /// assert_eq!(ExaLogLog::with_seed(9, 3)?.seed(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn seed(&self) -> u64 {
@@ -330,14 +491,17 @@ impl ExaLogLog {
     /// default `t = 2`) have no sparse mode.
     ///
     /// ```
-    /// # use synopses::cardinality::ExaLogLog;
+    /// # use synopses::cardinality::{ExaLogLog, ExaLogLogShape};
     /// let mut ell = ExaLogLog::new(8)?;
     /// ell.observe_all(0..100_u64);
     /// assert!(ell.is_sparse());
     /// assert_eq!(ell.estimate(), 100.0);
     /// ell.observe_all(0..1000_u64);
     /// assert!(!ell.is_sparse());
-    /// assert!(!ExaLogLog::with_params(23, 4, 0, 0)?.is_sparse()); // 23 > 26 − t
+    /// let born_dense = ExaLogLogShape { precision: 23, t: 4, d: 0 }; // 23 > 26 − t
+    /// let ell = ExaLogLog::with_shape(born_dense)?;
+    /// assert!(!ell.is_sparse() && ell.size_in_bytes() >= 4 << 23); // registers allocated
+    /// assert!(ExaLogLog::new(24)?.size_in_bytes() < 1024); // 24 <= 26 − t: starts small
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn is_sparse(&self) -> bool {
@@ -345,10 +509,39 @@ impl ExaLogLog {
     }
 
     /// Merges `other` into `self`: afterwards `self` holds the registers of one sketch that
-    /// observed both streams, at the smaller of the two precisions (a finer sketch is
-    /// [reduced](Self::reduce) first, exactly). `t`, `d` and the seed must match; otherwise a
-    /// [`MergeError`] is returned and `self` is unchanged. A merge ends the martingale
-    /// estimate (but for an empty sketch's of the same or a finer precision).
+    /// observed both streams. Each register becomes the union of what the two registers have
+    /// seen, exactly. The precision, `t`, `d` and the seed must match; otherwise a
+    /// [`MergeError`] is returned and `self` is unchanged. To combine sketches of different
+    /// precisions, use [`merge_reducing`](Self::merge_reducing). A merge ends the martingale
+    /// estimate (but for the empty sketch's: merging the empty sketch, or merging into it,
+    /// changes nothing).
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    ///
+    /// let mut a = ExaLogLog::new(10)?;
+    /// let mut b = ExaLogLog::new(10)?;
+    /// a.observe_all(0..60_000_u64);
+    /// b.observe_all(40_000..100_000_u64);
+    /// a.merge(&b)?;
+    /// assert!((a.estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.0114);
+    /// assert!(a.merge(&ExaLogLog::new(8)?).is_err());
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
+        MergeError::check("precision", self.precision(), other.precision())?;
+        self.check_mergeable(other)?;
+        self.core.merge_same(&other.core);
+        Ok(())
+    }
+
+    /// Merges `other` into `self` at the smaller of the two precisions: whichever sketch is
+    /// finer is first [reduced](Self::reduce) to the other's precision, exactly, then the two
+    /// merge as [`merge`](Self::merge) does. Afterwards `self` holds the registers of one
+    /// sketch of that precision that observed both streams, so its standard error is that of
+    /// a merged sketch of the coarser precision (`√(3.67 / (28m))` for `t = 2, d = 20`, with
+    /// its `m`), whatever the finer sketch's was. `t`, `d` and the seed must match; otherwise
+    /// a [`MergeError`] is returned and `self` is unchanged.
     ///
     /// ```
     /// use synopses::cardinality::ExaLogLog;
@@ -357,21 +550,28 @@ impl ExaLogLog {
     /// let mut b = ExaLogLog::new(8)?;
     /// a.observe_all(0..60_000_u64);
     /// b.observe_all(40_000..100_000_u64);
-    /// a.merge(&b)?;
+    /// a.merge_reducing(&b)?;
     /// assert_eq!(a.precision(), 8);
-    /// assert!((a.estimate() / 100_000.0 - 1.0).abs() < 0.1);
+    /// assert!((a.estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.023);
     /// # Ok::<(), synopses::Error>(())
     /// ```
-    pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
-        MergeError::check("t", self.t(), other.t())?;
-        MergeError::check("d", self.d(), other.d())?;
-        MergeError::check("seed", self.core.seed, other.core.seed)?;
-        self.core.merge(&other.core);
+    pub fn merge_reducing(&mut self, other: &Self) -> Result<(), MergeError> {
+        self.check_mergeable(other)?;
+        self.core.merge_reducing(&other.core);
         Ok(())
     }
 
+    /// What both merges need besides the precision: the same `t`, `d` and seed.
+    fn check_mergeable(&self, other: &Self) -> Result<(), MergeError> {
+        MergeError::check("t", self.t(), other.t())?;
+        MergeError::check("d", self.d(), other.d())?;
+        MergeError::check("seed", self.core.seed, other.core.seed)
+    }
+
     /// This sketch at a lower precision: the same registers as if a sketch of `precision`
-    /// had observed the same items. The martingale estimate does not carry over.
+    /// had observed the same items. [`merge_reducing`](Self::merge_reducing) uses it to merge
+    /// sketches of different precisions. The martingale estimate does not carry over to a
+    /// lower precision; at the sketch's own precision this is the sketch itself.
     ///
     /// ```
     /// use synopses::cardinality::ExaLogLog;
@@ -380,7 +580,10 @@ impl ExaLogLog {
     /// let mut coarse = ExaLogLog::new(7)?;
     /// fine.observe_all(0..50_000_u64);
     /// coarse.observe_all(0..50_000_u64);
-    /// assert_eq!(fine.reduce(7)?, coarse);
+    /// let reduced = fine.reduce(7)?;
+    /// // The registers of `coarse`, without the martingale of its one stream.
+    /// assert_eq!(reduced.register_estimate(), coarse.register_estimate());
+    /// assert!(reduced.martingale_estimate().is_none() && coarse.martingale_estimate().is_some());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reduce(&self, precision: u8) -> Result<Self, ConfigError> {
@@ -444,8 +647,8 @@ impl ExaLogLog {
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::open(bytes, Self::FAMILY)?;
-        let (p, t, d) = (r.u8()?, r.u8()?, r.u8()?);
-        let shape = Self::shape(p, t, d).map_err(|e| DecodeError::InvalidField {
+        let (precision, t, d) = (r.u8()?, r.u8()?, r.u8()?);
+        let shape = Self::validated(ExaLogLogShape { precision, t, d }).map_err(|e| DecodeError::InvalidField {
             field: e.parameter(),
             reason: "outside the supported configurations",
         })?;
@@ -456,8 +659,10 @@ impl ExaLogLog {
 }
 
 impl PartialEq for ExaLogLog {
-    /// Same configuration, seed and registers. The martingale estimate is a record of one
-    /// stream's history rather than state, and is not compared.
+    /// Same configuration, seed and state: the registers or the entries, and the martingale,
+    /// bit for bit (or none). Equal sketches give equal answers to every query, and the same
+    /// bytes; a sketch that merged two streams is not equal to one that observed their union
+    /// (same registers, but no martingale, and another estimate).
     fn eq(&self, other: &Self) -> bool {
         self.core == other.core
     }

@@ -18,8 +18,6 @@ const PCSA_SETTLED: f64 = 10.0;
 /// Between the linear-counting limit and `PCSA_SETTLED · m`, the error measured up to this
 /// factor above the asymptotic one (m = 64 to 1024, 2000 trials, `examples/accuracy.rs`).
 const PCSA_MID_RANGE_FACTOR: f64 = 1.25;
-/// The most bitmaps a sketch may have.
-const MAX_BITMAPS: usize = 1 << 16;
 
 /// Sets the bit of a hash: the low `log2` bits choose the bitmap, the number of trailing zeros
 /// of the rest (at most 31) the bit.
@@ -60,6 +58,26 @@ pub struct FlajoletMartin {
 }
 
 impl FlajoletMartin {
+    /// The fewest bitmaps a sketch may have.
+    ///
+    /// ```
+    /// use synopses::cardinality::FlajoletMartin;
+    ///
+    /// assert!(FlajoletMartin::new(FlajoletMartin::MIN_BITMAPS).is_ok());
+    /// assert!(FlajoletMartin::new(FlajoletMartin::MIN_BITMAPS - 1).is_err());
+    /// ```
+    pub const MIN_BITMAPS: usize = 1;
+
+    /// The most bitmaps a sketch may have (256 KiB of bitmaps).
+    ///
+    /// ```
+    /// use synopses::cardinality::FlajoletMartin;
+    ///
+    /// assert!(FlajoletMartin::new(FlajoletMartin::MAX_BITMAPS).is_ok());
+    /// assert!(FlajoletMartin::new(2 * FlajoletMartin::MAX_BITMAPS).is_err());
+    /// ```
+    pub const MAX_BITMAPS: usize = 1 << 16;
+
     /// A sketch of `bitmaps` bitmaps (a power of two in `1..=65536`) with the
     /// [default seed](DEFAULT_SEED). It takes `4 · bitmaps` bytes; its relative standard error
     /// is about `0.78 / sqrt(bitmaps)` once the count is well above `bitmaps`.
@@ -91,7 +109,7 @@ impl FlajoletMartin {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_seed(bitmaps: usize, seed: u64) -> Result<Self, ConfigError> {
-        if !bitmaps.is_power_of_two() || bitmaps > MAX_BITMAPS {
+        if !bitmaps.is_power_of_two() || bitmaps > Self::MAX_BITMAPS {
             return Err(ConfigError::new("bitmaps", bitmaps, "a power of two in 1..=65536"));
         }
         Ok(Self { bitmaps: vec![0; bitmaps].into_boxed_slice(), log2_bitmaps: bitmaps.trailing_zeros() as u8, seed })
@@ -305,7 +323,8 @@ impl FlajoletMartin {
 
     /// Merges `other` into `self` by OR-ing the bitmaps: exactly the sketch of both streams.
     /// The number of bitmaps and the seed must match; otherwise `self` is unchanged and a
-    /// [`MergeError`] is returned.
+    /// [`MergeError`] is returned. To combine sketches with different numbers of bitmaps, use
+    /// [`merge_reducing`](Self::merge_reducing).
     ///
     /// ```
     /// use synopses::cardinality::FlajoletMartin;
@@ -326,6 +345,85 @@ impl FlajoletMartin {
             *a |= b;
         }
         Ok(())
+    }
+
+    /// Merges `other` into `self` at the smaller of the two numbers of bitmaps: whichever
+    /// sketch has more is first [reduced](Self::reduce) to the other's, exactly, then the two
+    /// merge as [`merge`](Self::merge) does. Afterwards `self` is the sketch with that many
+    /// bitmaps that observed both streams, with its standard error, `0.78 / sqrt(m)` for the
+    /// smaller `m`. The seeds must match; otherwise a [`MergeError`] is returned and `self` is
+    /// unchanged.
+    ///
+    /// ```
+    /// use synopses::cardinality::FlajoletMartin;
+    ///
+    /// let mut a = FlajoletMartin::new(256)?;
+    /// let mut b = FlajoletMartin::new(64)?;
+    /// (0..60_000_u64).for_each(|i| a.observe(i));
+    /// (40_000..100_000_u64).for_each(|i| b.observe(i));
+    /// assert!(a.merge(&b).is_err()); // a plain merge refuses another size
+    /// a.merge_reducing(&b)?;
+    /// assert_eq!(a.bitmaps(), 64);
+    /// assert!((a.estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.098);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn merge_reducing(&mut self, other: &Self) -> Result<(), MergeError> {
+        MergeError::check("seed", self.seed, other.seed)?;
+        if other.log2_bitmaps > self.log2_bitmaps {
+            return self.merge(&other.reduced(self.log2_bitmaps));
+        }
+        if self.log2_bitmaps > other.log2_bitmaps {
+            *self = self.reduced(other.log2_bitmaps);
+        }
+        self.merge(other)
+    }
+
+    /// This sketch with fewer bitmaps: exactly the sketch of `bitmaps` bitmaps (a power of
+    /// two, at most the sketch's own number) that observed the same items.
+    ///
+    /// An item's hash chooses its bitmap by its low bits and its bit by the trailing zeros of
+    /// the rest. With fewer bitmaps, fewer low bits choose the bitmap, and the bits no longer
+    /// needed there become the lowest bits of the rest: an item of a bitmap whose dropped
+    /// index bits are all zero sets the same bit as before, that many places higher (at most
+    /// bit 31, as in [`observe_hash`](Self::observe_hash)); any other sets the bit of the
+    /// trailing zeros of its dropped index bits. Either way what the bitmap holds decides it.
+    ///
+    /// ```
+    /// use synopses::cardinality::FlajoletMartin;
+    ///
+    /// let mut fine = FlajoletMartin::new(1024)?;
+    /// let mut coarse = FlajoletMartin::new(64)?;
+    /// (0..50_000_u64).for_each(|i| { fine.observe(i); coarse.observe(i) });
+    /// assert_eq!(fine.reduce(64)?, coarse);
+    /// assert!(fine.reduce(2048).is_err() && fine.reduce(100).is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn reduce(&self, bitmaps: usize) -> Result<Self, ConfigError> {
+        if !bitmaps.is_power_of_two() || bitmaps > self.bitmaps.len() {
+            return Err(ConfigError::new(
+                "bitmaps",
+                bitmaps,
+                "a power of two from 1 to the sketch's number of bitmaps",
+            ));
+        }
+        Ok(self.reduced(bitmaps.trailing_zeros() as u8))
+    }
+
+    /// [`reduce`](Self::reduce) to `2^log2` bitmaps, at most the sketch's own number.
+    fn reduced(&self, log2: u8) -> Self {
+        let shift = u32::from(self.log2_bitmaps - log2);
+        let mut out = vec![0u32; 1 << log2].into_boxed_slice();
+        let mask = (1usize << log2) - 1;
+        for (i, &bitmap) in self.bitmaps.iter().enumerate().filter(|&(_, &b)| b != 0) {
+            let dropped = (i >> log2) as u32;
+            out[i & mask] |= if dropped != 0 {
+                1 << dropped.trailing_zeros()
+            } else {
+                // Bit k moves to k + shift; those that would pass bit 31 stop there.
+                bitmap << shift | u32::from(bitmap >> (31 - shift) != 0) << 31
+            };
+        }
+        Self { bitmaps: out, log2_bitmaps: log2, seed: self.seed }
     }
 
     /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding it.
@@ -374,7 +472,7 @@ impl FlajoletMartin {
         let mut r = Reader::open(bytes, Self::FAMILY)?;
         let log2 = r.u8()?;
         let seed = r.u64()?;
-        if usize::from(log2) > MAX_BITMAPS.trailing_zeros() as usize {
+        if usize::from(log2) > Self::MAX_BITMAPS.trailing_zeros() as usize {
             return Err(DecodeError::InvalidField { field: "bitmaps", reason: "more than 65536 bitmaps" });
         }
         r.expect_items(1 << log2, 4)?;

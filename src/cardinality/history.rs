@@ -974,7 +974,7 @@ impl<R: Cell> Core<R> {
 
     /// Merges a sketch of the same `t`, `d` and seed (the callers check them), at the smaller
     /// of the two precisions: the finer sketch is reduced first, exactly.
-    pub(crate) fn merge(&mut self, other: &Self) {
+    pub(crate) fn merge_reducing(&mut self, other: &Self) {
         let (ours, theirs) = (self.shape.p, other.shape.p);
         if theirs < ours {
             *self = self.reduce(theirs);
@@ -1184,9 +1184,14 @@ impl<R: Cell> Boxed<R> {
         self.core.observe_hashes(hashes);
     }
 
-    /// See [`Core::merge`]: the precision may fall.
-    pub(crate) fn merge(&mut self, other: &Self) {
-        self.core.merge(&other.core);
+    /// See [`Core::merge_same`].
+    pub(crate) fn merge_same(&mut self, other: &Self) {
+        self.core.merge_same(&other.core);
+    }
+
+    /// See [`Core::merge_reducing`]: the precision may fall.
+    pub(crate) fn merge_reducing(&mut self, other: &Self) {
+        self.core.merge_reducing(&other.core);
         self.shape = self.core.shape;
     }
 }
@@ -1206,13 +1211,15 @@ impl<R> std::ops::Deref for Boxed<R> {
 }
 
 impl<R: Cell> PartialEq for Core<R> {
-    /// Same configuration and state (registers, or entries; any two empty sketches, sparse or
-    /// dense, alike); the martingale, a record of history, is not compared.
+    /// Same configuration and state: the registers or the entries, and the martingale, bit
+    /// for bit (or none), on which the estimate depends. (An empty sketch of a shape is
+    /// always the same one, sparse or born dense with its martingale at 0, whatever made it.)
     fn eq(&self, other: &Self) -> bool {
         self.shape == other.shape
             && self.seed == other.seed
-            && ((self.registers == other.registers && self.sparse.same_entries(&other.sparse))
-                || (self.is_empty() && other.is_empty()))
+            && self.martingale.map(f64::to_bits) == other.martingale.map(f64::to_bits)
+            && self.registers == other.registers
+            && self.sparse.same_entries(&other.sparse)
     }
 }
 

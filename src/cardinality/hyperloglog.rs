@@ -3,31 +3,14 @@
 
 use std::fmt;
 
-use super::estimators::{HIP_RSE, capped, check_martingale, ertl_estimate, improved_rse, pow2, wide_to_f64};
+use super::estimators::{
+    HIP_RSE, capped, check_martingale, ertl_estimate, improved_rse, pow2, precision_for, wide_to_f64,
+};
 use super::register_sums::register_sums;
 use super::sparse::{self, Sparse};
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
-
-/// The smallest supported precision (16 registers).
-///
-/// ```
-/// use synopses::cardinality::{HyperLogLog, MIN_PRECISION};
-///
-/// assert!(HyperLogLog::new(MIN_PRECISION).is_ok());
-/// assert!(HyperLogLog::new(MIN_PRECISION - 1).is_err());
-/// ```
-pub const MIN_PRECISION: u8 = 4;
-/// The largest supported precision (262 144 registers).
-///
-/// ```
-/// use synopses::cardinality::{HyperLogLog, MAX_PRECISION};
-///
-/// assert!(HyperLogLog::new(MAX_PRECISION).is_ok());
-/// assert!(HyperLogLog::new(MAX_PRECISION + 1).is_err());
-/// ```
-pub const MAX_PRECISION: u8 = 18;
 
 /// A HyperLogLog distinct counter. See the [family docs](super) for how it works.
 ///
@@ -62,6 +45,26 @@ enum Repr {
 }
 
 impl HyperLogLog {
+    /// The smallest supported precision (16 registers).
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// assert!(HyperLogLog::new(HyperLogLog::MIN_PRECISION).is_ok());
+    /// assert!(HyperLogLog::new(HyperLogLog::MIN_PRECISION - 1).is_err());
+    /// ```
+    pub const MIN_PRECISION: u8 = 4;
+
+    /// The largest supported precision (262 144 registers).
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// assert!(HyperLogLog::new(HyperLogLog::MAX_PRECISION).is_ok());
+    /// assert!(HyperLogLog::new(HyperLogLog::MAX_PRECISION + 1).is_err());
+    /// ```
+    pub const MAX_PRECISION: u8 = 18;
+
     /// A sketch of `2^precision` registers with the [default seed](DEFAULT_SEED).
     ///
     /// `precision` must be in `4..=18`. The standard error of the estimate is about
@@ -101,7 +104,7 @@ impl HyperLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_seed(precision: u8, seed: u64) -> Result<Self, ConfigError> {
-        if !(MIN_PRECISION..=MAX_PRECISION).contains(&precision) {
+        if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer in 4..=18"));
         }
         Ok(Self { precision, seed, repr: Repr::Sparse(Sparse::new()) })
@@ -136,10 +139,9 @@ impl HyperLogLog {
     /// ```
     pub fn with_error_and_seed(relative_error: f64, seed: u64) -> Result<Self, ConfigError> {
         let error_at = |p: u8| improved_rse(1 << p) / f64::from(1u32 << p).sqrt();
-        let in_range = (error_at(MAX_PRECISION)..=error_at(MIN_PRECISION)).contains(&relative_error);
-        match (MIN_PRECISION..=MAX_PRECISION).find(|&p| error_at(p) <= relative_error) {
-            Some(p) if in_range => Self::with_seed(p, seed),
-            _ => Err(ConfigError::new("relative_error", relative_error, "a number in [0.00203, 0.2765]")),
+        match precision_for(relative_error, Self::MIN_PRECISION..=Self::MAX_PRECISION, error_at) {
+            Some(p) => Self::with_seed(p, seed),
+            None => Err(ConfigError::new("relative_error", relative_error, "a number in [0.00203, 0.2765]")),
         }
     }
 
@@ -429,9 +431,9 @@ impl HyperLogLog {
     /// observed both streams.
     ///
     /// Both sketches must have the same precision and seed; otherwise a [`MergeError`] is
-    /// returned and `self` is unchanged. To combine sketches of different precisions,
-    /// [`reduce`](Self::reduce) the finer one first; we do not reduce silently, because the
-    /// receiving sketch would lose accuracy without asking.
+    /// returned and `self` is unchanged. To combine sketches of different precisions, use
+    /// [`merge_reducing`](Self::merge_reducing), which says so: a plain merge never lowers the
+    /// receiving sketch's precision, and so never its accuracy, without asking.
     ///
     /// A merge that leaves the sketch dense ends the martingale estimate, which describes one
     /// stream's history in its own order, and the sketch answers with Ertl's estimator from
@@ -474,9 +476,42 @@ impl HyperLogLog {
         Ok(())
     }
 
+    /// Merges `other` into `self` at the smaller of the two precisions: whichever sketch is
+    /// finer is first [reduced](Self::reduce) to the other's precision, exactly, then the two
+    /// merge as [`merge`](Self::merge) does. Afterwards `self` holds the registers of one
+    /// sketch of that precision that observed both streams, so its standard error is that of
+    /// a merged sketch of the coarser precision, `1.04 / sqrt(2^p)` for the smaller `p`,
+    /// whatever the finer sketch's was. The seeds must match; otherwise a [`MergeError`] is
+    /// returned and `self` is unchanged.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let mut a = HyperLogLog::new(14)?;
+    /// let mut b = HyperLogLog::new(12)?;
+    /// (0..60_000_u64).for_each(|i| a.observe(i));
+    /// (40_000..100_000_u64).for_each(|i| b.observe(i));
+    /// assert!(a.merge(&b).is_err()); // a plain merge refuses another precision
+    /// a.merge_reducing(&b)?;
+    /// assert_eq!(a.precision(), 12);
+    /// assert!((a.estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.0163);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn merge_reducing(&mut self, other: &Self) -> Result<(), MergeError> {
+        MergeError::check("seed", self.seed, other.seed)?;
+        if other.precision > self.precision {
+            return self.merge(&other.reduced(self.precision));
+        }
+        if self.precision > other.precision {
+            *self = self.reduced(other.precision);
+        }
+        self.merge(other)
+    }
+
     /// This sketch at a lower precision: the same result as if a sketch of `precision`
-    /// registers had observed the same items. Use it to merge sketches of different
-    /// precisions. The martingale estimate does not carry over.
+    /// registers had observed the same items. [`merge_reducing`](Self::merge_reducing) uses
+    /// it to merge sketches of different precisions. The martingale estimate does not carry
+    /// over to a lower precision; at the sketch's own precision this is the sketch itself.
     ///
     /// `precision` must be between 4 and the sketch's own precision.
     ///
@@ -487,14 +522,25 @@ impl HyperLogLog {
     /// let mut coarse = HyperLogLog::new(12)?;
     /// (0..100_000_u64).for_each(|i| fine.observe(i));
     /// (0..100_000_u64).for_each(|i| coarse.observe(i));
-    /// assert_eq!(fine.reduce(12)?, coarse);
+    /// let reduced = fine.reduce(12)?;
+    /// // The registers of `coarse`, without the martingale of its one stream.
+    /// assert_eq!(reduced.register_estimate(), coarse.register_estimate());
+    /// assert!(reduced.martingale_estimate().is_none() && coarse.martingale_estimate().is_some());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reduce(&self, precision: u8) -> Result<Self, ConfigError> {
-        if !(MIN_PRECISION..=self.precision).contains(&precision) {
+        if !(Self::MIN_PRECISION..=self.precision).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer from 4 to the sketch's precision"));
         }
-        let mut out = Self::with_seed(precision, self.seed)?;
+        Ok(self.reduced(precision))
+    }
+
+    /// [`reduce`](Self::reduce) to a precision already checked to be in range.
+    fn reduced(&self, precision: u8) -> Self {
+        if precision == self.precision {
+            return self.clone();
+        }
+        let mut out = Self { precision, seed: self.seed, repr: Repr::Sparse(Sparse::new()) };
         match &self.repr {
             Repr::Sparse(sparse) => sparse.entries().for_each(|e| out.add_entry(e, false)),
             Repr::Dense(dense) => {
@@ -521,7 +567,7 @@ impl HyperLogLog {
                 out.repr = Repr::Dense(reduced);
             }
         }
-        Ok(out)
+        out
     }
 
     /// A dense sketch with these registers (each at most `65 − precision`), without a
@@ -683,15 +729,20 @@ impl HyperLogLog {
 }
 
 impl PartialEq for HyperLogLog {
-    /// Two sketches are equal when they have the same configuration and the same state
-    /// (registers, or sparse entries). The martingale estimate is a record of one stream's
-    /// history rather than state, and is not compared.
+    /// Two sketches are equal when they have the same configuration and the same state: the
+    /// same sparse entries, or the same registers and the same martingale, bit for bit (or
+    /// none). Equal sketches give equal answers to every query, and the same bytes: a dense
+    /// sketch that merged two streams and one that observed their union hold the same
+    /// registers but not the same martingale, answer different estimates, and are not equal.
     fn eq(&self, other: &Self) -> bool {
         self.precision == other.precision
             && self.seed == other.seed
             && match (&self.repr, &other.repr) {
                 (Repr::Sparse(a), Repr::Sparse(b)) => a.same_entries(b),
-                (Repr::Dense(a), Repr::Dense(b)) => a.registers == b.registers,
+                (Repr::Dense(a), Repr::Dense(b)) => {
+                    a.registers == b.registers
+                        && a.agg.martingale.map(f64::to_bits) == b.agg.martingale.map(f64::to_bits)
+                }
                 _ => false,
             }
     }
@@ -949,7 +1000,7 @@ mod tests {
                 3 => x & !((1 << 63) >> (i % 40)),
                 _ => x & 0xFFFF_C000_0000_0000,
             };
-            for p in MIN_PRECISION..=MAX_PRECISION {
+            for p in HyperLogLog::MIN_PRECISION..=HyperLogLog::MAX_PRECISION {
                 assert_eq!(entry_register(sparse_entry(hash), p), register_of(hash, p), "hash {hash:x} p {p}");
             }
         }

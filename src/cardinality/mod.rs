@@ -182,7 +182,9 @@
 //!
 //! Its sparse mode keeps entries of the top `26 − t` and the low `t` hash bits and the rank
 //! of the rest, enough for every precision up to `26 − t`: with 4-byte registers, up to
-//! `3m/4` distinct items stay exact ([`ExaLogLog::is_sparse`]).
+//! `3m/4` distinct items stay exact ([`ExaLogLog::is_sparse`]). Above `26 − t` (precisions
+//! 25 and 26 for the default `t = 2`) a sketch is born dense: it allocates its 128 or 256 MiB
+//! of registers when made.
 //!
 //! | sketch | bits per register | a register remembers | MVP, merged (register estimator) | MVP, martingale |
 //! |---|---|---|---|---|
@@ -224,14 +226,23 @@
 //! Two sketches with the same precision and seed merge by taking, register by register, the
 //! maximum: exactly the registers of one sketch that saw both streams, whatever the split
 //! (`tests/laws.rs` checks this with proptest, in the sparse and dense modes and across the
-//! switch). [`FlajoletMartin`] merges by OR-ing the bitmaps, exactly as well. Merging
-//! different precisions is an error for HyperLogLog; [`HyperLogLog::reduce`] first turns the
-//! finer sketch into the coarser one's precision, losing nothing the coarser sketch could have
-//! held. [`UltraLogLog`] and [`ExaLogLog`] merge register by register into the union of what
-//! each register has seen (the larger maximum, and the histories shifted into line and
-//! OR-ed), exactly; given different precisions they reduce the finer one themselves, also
-//! exactly, and the result has the smaller precision. A merge ends a martingale: afterwards
-//! these sketches answer by maximum likelihood.
+//! switch). [`UltraLogLog`] and [`ExaLogLog`] merge register by register into the union of what
+//! each register has seen (the larger maximum, and the histories shifted into line and OR-ed),
+//! exactly as well, and [`FlajoletMartin`] by OR-ing the bitmaps.
+//!
+//! One rule holds for every type: `merge` (and [`Mergeable::merge`](crate::core::Mergeable::merge))
+//! accepts only a sketch of the same configuration (precision, `t` and `d`, number of bitmaps,
+//! seed), and returns a [`MergeError`](crate::MergeError) otherwise, leaving the sketch as it
+//! was. Sketches of different precisions combine by `merge_reducing`, which first `reduce`s
+//! the finer one to the coarser precision (exactly: the reduced sketch is the one of that
+//! precision that saw the same items) and then merges; the result has the coarser sketch's
+//! precision, and so its error. A plain merge never lowers a sketch's accuracy without asking.
+//! A merge ends a martingale: afterwards these sketches answer from their registers.
+//!
+//! Equality (`==`) compares everything an answer depends on, the martingale included, bit for
+//! bit: equal sketches give equal answers and equal bytes. A sketch merged from two non-empty
+//! parts of a stream holds the registers of the one-pass sketch, but not its martingale, so
+//! the two answer different estimates and are not equal.
 //!
 //! # Limits
 //!
@@ -309,7 +320,7 @@ mod register_sums;
 mod sparse;
 mod ultraloglog;
 
-pub use exaloglog::ExaLogLog;
+pub use exaloglog::{ExaLogLog, ExaLogLogShape};
 pub use flajolet_martin::FlajoletMartin;
-pub use hyperloglog::{HyperLogLog, MAX_PRECISION, MIN_PRECISION};
+pub use hyperloglog::HyperLogLog;
 pub use ultraloglog::{UltraLogLog, UltraLogLogEstimator};

@@ -26,7 +26,7 @@ use crate::hash::Hashable;
 /// }
 /// let mut sequential = HyperLogLog::new(12)?;
 /// (0..100_000_u64).for_each(|i| sequential.observe(i % 30_000));
-/// assert_eq!(parts.merged()?, sequential);
+/// assert_eq!(parts.merged()?.register_estimate(), sequential.register_estimate());
 /// # Ok::<(), synopses::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -186,7 +186,7 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// parts.par_observe(&items);
     /// let mut sequential = HyperLogLog::new(14)?;
     /// sequential.observe_all(&items);
-    /// assert_eq!(parts.merged()?, sequential);
+    /// assert_eq!(parts.merged()?.register_estimate(), sequential.register_estimate());
     /// # Ok::<(), synopses::Error>(())
     /// ```
     #[cfg(feature = "rayon")]

@@ -6,7 +6,9 @@
 
 use std::fmt::Debug;
 
-use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
+use synopses::cardinality::{
+    ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator,
+};
 use synopses::codec::Codec;
 use synopses::core::{Confidence, Mergeable, Weight};
 use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
@@ -162,7 +164,7 @@ impl Subject for HyperLogLog {
         more.observe_hash(0);
         more.observe_hash(u64::MAX);
         assert!(more.estimate() >= 0.0);
-        assert!(self.reduce(synopses::cardinality::MIN_PRECISION).is_ok());
+        assert!(self.reduce(HyperLogLog::MIN_PRECISION).is_ok());
     }
 
     fn examples() -> Vec<(String, Self)> {
@@ -210,11 +212,12 @@ impl Subject for ExaLogLog {
         let mut out = sketch_examples(
             "ell",
             &[(2, 10), (5, 100), (8, 100_000), (18, 1_000_000)],
-            |p| ExaLogLog::with_params(p, 2, 20, 1).expect("a precision"),
+            |p| ExaLogLog::with_seed(p, 1).expect("a precision"),
             |s, i| s.observe(i),
         );
         for (p, t, d, n) in [(5, 0, 0, 100), (6, 1, 9, 5000), (4, 4, 22, 300), (2, 1, 3, 2)] {
-            let mut ell = ExaLogLog::with_params(p, t, d, 1).expect("valid parameters");
+            let mut ell =
+                ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, 1).expect("valid parameters");
             ell.observe_all(0..n);
             out.push((format!("ell ({p}, {t}, {d}) after {n}"), ell));
         }
