@@ -5,140 +5,46 @@
 //! mode: HyperLogLog precisions from 4 (dense at the 4th distinct item) to 10 with streams up to
 //! 1500 items cross the sparse → dense switch in the middle of streams and of merges.
 
+mod common;
+
 use std::collections::HashMap;
 use std::fmt::Debug;
 
+use common::Subject;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use synopses::cardinality::{
-    ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator,
-};
-use synopses::core::{Confidence, Mergeable};
+use synopses::cardinality::{ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog};
+use synopses::core::{Mergeable, Operator};
 use synopses::frequency::{CountMin, Update};
 use synopses::hash::DEFAULT_SEED;
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 
-/// A type under test: how to make it, feed it, encode it, and compare estimates bit for bit.
-trait Subject: Mergeable + Clone + PartialEq + Debug {
-    fn feed(&mut self, items: &[u64]);
-    fn roundtrip(&self) -> Self;
-    /// What a sketch with this state answers, as bits (estimates that depend on history only,
-    /// such as the martingale, are compared separately).
-    fn state_estimate(&self) -> u64;
-    /// The same state without what only its history gives (the martingale of a sketch that
-    /// saw one stream): what a merge of two of its non-empty parts holds. A self-merge ends a
-    /// martingale and changes no register.
-    fn without_history(&self) -> Self {
-        self.clone()
-    }
+/// What the laws take of a type: `tests/common`'s `Subject` (answers, codec, merge), fed `u64`
+/// items.
+trait Lawful: Subject + Operator<u64> {}
+
+impl<S: Subject + Operator<u64>> Lawful for S {}
+
+/// `from_bytes(to_bytes(s))`.
+fn roundtrip<S: Subject>(s: &S) -> S {
+    S::from_bytes(&s.to_bytes()).expect("own encoding decodes")
 }
 
-impl Subject for HyperLogLog {
-    fn feed(&mut self, items: &[u64]) {
-        self.observe_all(items);
-    }
-    fn roundtrip(&self) -> Self {
-        HyperLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
-    }
-    fn without_history(&self) -> Self {
-        merged(self, self)
-    }
-    fn state_estimate(&self) -> u64 {
-        self.register_estimate().to_bits()
-    }
+/// What a sketch with this state answers, bit for bit, without what only its history gives
+/// (the martingale, compared separately).
+fn state_answers<S: Subject>(s: &S) -> Vec<u64> {
+    s.without_history().answers().iter().map(|a| a.to_bits()).collect()
 }
 
-impl Subject for UltraLogLog {
-    fn feed(&mut self, items: &[u64]) {
-        self.observe_all(items);
-    }
-    fn roundtrip(&self) -> Self {
-        UltraLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
-    }
-    fn without_history(&self) -> Self {
-        merged(self, self)
-    }
-    fn state_estimate(&self) -> u64 {
-        let ml = self.register_estimate(UltraLogLogEstimator::MaximumLikelihood).to_bits();
-        ml.rotate_left(7) ^ self.register_estimate(UltraLogLogEstimator::Fgra).to_bits()
-    }
-}
-
-impl Subject for ExaLogLog {
-    fn feed(&mut self, items: &[u64]) {
-        self.observe_all(items);
-    }
-    fn roundtrip(&self) -> Self {
-        ExaLogLog::from_bytes(&self.to_bytes()).expect("own encoding decodes")
-    }
-    fn without_history(&self) -> Self {
-        merged(self, self)
-    }
-    fn state_estimate(&self) -> u64 {
-        self.register_estimate().to_bits()
-    }
-}
-
-impl Subject for FlajoletMartin {
-    fn feed(&mut self, items: &[u64]) {
-        self.observe_all(items);
-    }
-    fn roundtrip(&self) -> Self {
-        FlajoletMartin::from_bytes(&self.to_bytes()).expect("own encoding decodes")
-    }
-    fn state_estimate(&self) -> u64 {
-        self.estimate().to_bits()
-    }
-}
-
-impl Subject for CountMin {
-    fn feed(&mut self, items: &[u64]) {
-        self.observe_all(items);
-    }
-    fn roundtrip(&self) -> Self {
-        CountMin::from_bytes(&self.to_bytes()).expect("own encoding decodes")
-    }
-    fn state_estimate(&self) -> u64 {
-        // The estimates of a few fixed keys, folded: equal states answer them all alike.
-        (0..8_u64).fold(self.total(), |acc, k| acc.rotate_left(7) ^ self.estimate(k))
-    }
-}
-
-impl Subject for Bloom {
-    fn feed(&mut self, items: &[u64]) {
-        self.observe_all(items);
-    }
-    fn roundtrip(&self) -> Self {
-        Bloom::from_bytes(&self.to_bytes()).expect("own encoding decodes")
-    }
-    fn state_estimate(&self) -> u64 {
-        self.set_bits()
-    }
-}
-
-impl Subject for CountingBloom {
-    fn feed(&mut self, items: &[u64]) {
-        self.observe_all(items);
-    }
-    fn roundtrip(&self) -> Self {
-        CountingBloom::from_bytes(&self.to_bytes()).expect("own encoding decodes")
-    }
-    fn state_estimate(&self) -> u64 {
-        (0..8_u64).fold(self.nonzero_counters() << 32 | self.saturated_counters(), |acc, k| {
-            acc.rotate_left(7) ^ u64::from(self.estimate(k))
-        })
-    }
-}
-
-fn merged<S: Subject>(a: &S, b: &S) -> S {
+fn merged<S: Mergeable + Clone>(a: &S, b: &S) -> S {
     let mut out = a.clone();
     out.merge(b).expect("same configuration");
     out
 }
 
-fn observed<S: Subject>(empty: &S, items: &[u64]) -> S {
+fn observed<S: Lawful>(empty: &S, items: &[u64]) -> S {
     let mut s = empty.clone();
-    s.feed(items);
+    Operator::observe_all(&mut s, items.iter().copied());
     s
 }
 
@@ -155,7 +61,7 @@ fn split<'a>(items: &'a [u64], cuts: &[Index]) -> Vec<&'a [u64]> {
     parts
 }
 
-fn partition_law<S: Subject>(empty: &S, items: &[u64], cuts: &[Index]) -> Result<(), TestCaseError> {
+fn partition_law<S: Lawful>(empty: &S, items: &[u64], cuts: &[Index]) -> Result<(), TestCaseError> {
     let whole = observed(empty, items);
     let mut union = empty.empty_like();
     let parts = split(items, cuts);
@@ -167,19 +73,19 @@ fn partition_law<S: Subject>(empty: &S, items: &[u64], cuts: &[Index]) -> Result
         prop_assert_eq!(&union, &whole);
     }
     prop_assert_eq!(union.without_history(), whole.without_history());
-    prop_assert_eq!(union.state_estimate(), whole.state_estimate());
+    prop_assert_eq!(state_answers(&union), state_answers(&whole));
     Ok(())
 }
 
 /// Commutativity, associativity, the empty identity, and serialize → deserialize → merge =
 /// in-memory merge; idempotence too where the merge is a maximum (`a ⊕ a` holds the state of
 /// `a`, but for a martingale, which ends), not a sum.
-fn algebra_laws<S: Subject>(empty: &S, a: &[u64], b: &[u64], c: &[u64], idempotent: bool) -> Result<(), TestCaseError> {
+fn algebra_laws<S: Lawful>(empty: &S, a: &[u64], b: &[u64], c: &[u64], idempotent: bool) -> Result<(), TestCaseError> {
     let (a, b, c) = (observed(empty, a), observed(empty, b), observed(empty, c));
     // Commutative.
     let ab = merged(&a, &b);
     prop_assert_eq!(&ab, &merged(&b, &a));
-    prop_assert_eq!(ab.state_estimate(), merged(&b, &a).state_estimate());
+    prop_assert_eq!(state_answers(&ab), state_answers(&merged(&b, &a)));
     // Associative.
     prop_assert_eq!(merged(&ab, &c), merged(&a, &merged(&b, &c)));
     // Identity, both sides.
@@ -190,18 +96,18 @@ fn algebra_laws<S: Subject>(empty: &S, a: &[u64], b: &[u64], c: &[u64], idempote
         // A self-merge keeps every register (and ends a martingale, which a second one keeps
         // ended).
         let aa = merged(&a, &a);
-        prop_assert_eq!(aa.state_estimate(), a.state_estimate());
+        prop_assert_eq!(state_answers(&aa), state_answers(&a));
         prop_assert_eq!(&merged(&aa, &a), &aa);
     }
     // Serialize → deserialize → merge equals the in-memory merge.
-    let via_bytes = merged(&a.roundtrip(), &b.roundtrip());
+    let via_bytes = merged(&roundtrip(&a), &roundtrip(&b));
     prop_assert_eq!(&via_bytes, &ab);
-    prop_assert_eq!(via_bytes.state_estimate(), ab.state_estimate());
+    prop_assert_eq!(state_answers(&via_bytes), state_answers(&ab));
     Ok(())
 }
 
 /// A type whose sketches of different sizes combine by reducing the finer one.
-trait Reducing: Subject {
+trait Reducing: Lawful {
     /// The size a sketch reduces to: its precision, or its number of bitmaps.
     fn size(&self) -> usize;
     fn reduce_to(&self, size: usize) -> Self;
@@ -244,7 +150,7 @@ fn reduce_law<S: Reducing>(fine: &S, coarse: &S, items: &[u64]) -> Result<(), Te
     let (fine, coarse) = (observed(fine, items), observed(coarse, items));
     let reduced = fine.reduce_to(coarse.size());
     prop_assert_eq!(reduced.without_history(), coarse.without_history());
-    prop_assert_eq!(reduced.state_estimate(), coarse.state_estimate());
+    prop_assert_eq!(state_answers(&reduced), state_answers(&coarse));
     prop_assert_eq!(&fine.reduce_to(fine.size()), &fine);
     prop_assert_eq!(&coarse.reduce_to(coarse.size()), &coarse);
     Ok(())
@@ -267,66 +173,28 @@ fn reducing_law<S: Reducing>(empty_a: &S, empty_b: &S, a: &[u64], b: &[u64]) -> 
         out.merge_reducing(y).expect("same seed");
         prop_assert_eq!(out.size(), q);
         prop_assert_eq!(&out, &expected);
-        prop_assert_eq!(out.state_estimate(), expected.state_estimate());
+        prop_assert_eq!(state_answers(&out), state_answers(&expected));
     }
     Ok(())
 }
-
-/// A distinct-count sketch: every answer it gives, and its bytes.
-trait Answers: Subject {
-    /// Every estimate, error and bound, as bits (the martingale's as `u64::MAX` when absent).
-    fn answers(&self) -> Vec<u64>;
-    fn bytes(&self) -> Vec<u8>;
-}
-
-macro_rules! answers {
-    ($($ty:ty => |$s:ident| $estimates:expr),* $(,)?) => {$(
-        impl Answers for $ty {
-            fn answers(&self) -> Vec<u64> {
-                let $s = self;
-                let mut out: Vec<f64> = $estimates;
-                out.push(self.relative_standard_error());
-                for c in [Confidence::OneSigma, Confidence::TwoSigma, Confidence::ThreeSigma, Confidence::NinetyFivePercent] {
-                    let b = self.bounds(c);
-                    out.extend([b.lower, b.upper]);
-                }
-                out.into_iter().map(f64::to_bits).collect()
-            }
-            fn bytes(&self) -> Vec<u8> {
-                self.to_bytes()
-            }
-        }
-    )*};
-}
-
-answers!(
-    HyperLogLog => |s| vec![s.estimate(), s.register_estimate(), s.martingale_estimate().unwrap_or(f64::from_bits(u64::MAX))],
-    UltraLogLog => |s| vec![
-        s.estimate(),
-        s.register_estimate(UltraLogLogEstimator::MaximumLikelihood),
-        s.register_estimate(UltraLogLogEstimator::Fgra),
-        s.martingale_estimate().unwrap_or(f64::from_bits(u64::MAX)),
-    ],
-    ExaLogLog => |s| vec![s.estimate(), s.register_estimate(), s.martingale_estimate().unwrap_or(f64::from_bits(u64::MAX))],
-    FlajoletMartin => |s| vec![s.estimate()],
-);
 
 /// Equality means equal answers: `a == b` exactly when their bytes are equal, and then every
 /// answer is equal, bit for bit. Checked on pairs that may or may not be equal: a sketch and
 /// its round trip, a merge of two streams and one pass over both (equal registers, but the
 /// martingale of the one pass only), and a sketch and itself without its history.
-fn equality_law<S: Answers>(empty: &S, a: &[u64], b: &[u64]) -> Result<(), TestCaseError> {
+fn equality_law<S: Lawful>(empty: &S, a: &[u64], b: &[u64]) -> Result<(), TestCaseError> {
     let (sa, sb) = (observed(empty, a), observed(empty, b));
     let whole: Vec<u64> = a.iter().chain(b).copied().collect();
     let one_pass = observed(empty, &whole);
     let union = merged(&sa, &sb);
-    prop_assert_eq!(&sa.roundtrip(), &sa);
+    prop_assert_eq!(&roundtrip(&sa), &sa);
     prop_assert_eq!(union.without_history(), one_pass.without_history());
-    for (x, y) in [(&sa, &sa.roundtrip()), (&union, &one_pass), (&one_pass, &one_pass.without_history()), (&sa, &union)]
+    for (x, y) in [(&sa, &roundtrip(&sa)), (&union, &one_pass), (&one_pass, &one_pass.without_history()), (&sa, &union)]
     {
-        prop_assert_eq!(x == y, x.bytes() == y.bytes(), "{:?} and {:?}", x, y);
+        prop_assert_eq!(x == y, x.to_bytes() == y.to_bytes(), "{:?} and {:?}", x, y);
         if x == y {
-            prop_assert_eq!(x.answers(), y.answers(), "{:?} and {:?}", x, y);
+            let bits = |s: &S| s.answers().iter().map(|a| a.to_bits()).collect::<Vec<_>>();
+            prop_assert_eq!(bits(x), bits(y), "{:?} and {:?}", x, y);
         }
     }
     Ok(())

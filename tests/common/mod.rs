@@ -84,6 +84,12 @@ pub trait Subject: Answers + Codec + Mergeable + Clone + PartialEq + Debug {
     /// Uses a decoded state as a user would (observes, converts, reduces, removes), which must
     /// not panic; the answers are checked by the caller.
     fn exercise(&self) {}
+
+    /// The same state without what only its history gives (the martingale of a sketch that
+    /// saw one stream): what a merge of two of its non-empty parts holds.
+    fn without_history(&self) -> Self {
+        self.clone()
+    }
 }
 
 fn bounds_answers(out: &mut Vec<f64>, bounds: impl Fn(Confidence) -> synopses::core::Bounds) {
@@ -158,6 +164,13 @@ fn sketch_examples<S: Mergeable + Clone>(
 }
 
 impl Subject for HyperLogLog {
+    fn without_history(&self) -> Self {
+        // A self-merge ends a martingale and changes no register.
+        let mut out = self.clone();
+        out.merge(self).expect("the same configuration");
+        out
+    }
+
     fn exercise(&self) {
         let mut more = self.clone();
         more.observe(1_u64);
@@ -180,6 +193,13 @@ impl Subject for HyperLogLog {
 }
 
 impl Subject for UltraLogLog {
+    fn without_history(&self) -> Self {
+        // A self-merge ends a martingale and changes no register.
+        let mut out = self.clone();
+        out.merge(self).expect("the same configuration");
+        out
+    }
+
     fn exercise(&self) {
         let mut more = self.clone();
         more.observe_hash(0);
@@ -200,6 +220,13 @@ impl Subject for UltraLogLog {
 }
 
 impl Subject for ExaLogLog {
+    fn without_history(&self) -> Self {
+        // A self-merge ends a martingale and changes no register.
+        let mut out = self.clone();
+        out.merge(self).expect("the same configuration");
+        out
+    }
+
     fn exercise(&self) {
         let mut more = self.clone();
         more.observe_hash(0);
