@@ -613,8 +613,8 @@ hashable_tuple!(A B C D E F G H I J K L);
 
 /// Pointers and smart pointers hash as what they point to.
 macro_rules! hashable_as_target {
-    ($($ptr:ty),*) => {$(
-        impl<T: Hashable + ?Sized> Hashable for $ptr {
+    ($([$($generics:tt)*] $ptr:ty),*) => {$(
+        impl<$($generics)*> Hashable for $ptr {
             #[inline]
             fn write_to(&self, out: &mut Encoder) {
                 (**self).write_to(out);
@@ -627,19 +627,14 @@ macro_rules! hashable_as_target {
         }
     )*};
 }
-hashable_as_target!(&T, &mut T, Box<T>, std::rc::Rc<T>, std::sync::Arc<T>);
-
-impl<T: Hashable + ToOwned + ?Sized> Hashable for std::borrow::Cow<'_, T> {
-    #[inline]
-    fn write_to(&self, out: &mut Encoder) {
-        (**self).write_to(out);
-    }
-
-    #[inline]
-    fn hash64(&self, seed: u64) -> u64 {
-        (**self).hash64(seed)
-    }
-}
+hashable_as_target!(
+    [T: Hashable + ?Sized] &T,
+    [T: Hashable + ?Sized] &mut T,
+    [T: Hashable + ?Sized] Box<T>,
+    [T: Hashable + ?Sized] std::rc::Rc<T>,
+    [T: Hashable + ?Sized] std::sync::Arc<T>,
+    [T: Hashable + ToOwned + ?Sized] std::borrow::Cow<'_, T>
+);
 
 #[cfg(test)]
 mod tests {

@@ -144,113 +144,95 @@ fn observed_and_merged<S: Mergeable + Clone>(s: &S, n: u64, observe: impl Fn(&mu
     (one, merged)
 }
 
-/// Labelled states of a sketch made by `make(precision)`: empty, after `n` items, and merged,
-/// for each `(precision, n)`.
-fn sketch_examples<S: Mergeable + Clone>(
+/// Labelled states of a type made by `make(parameters)`: empty, after `n` items, and merged
+/// with a peer that saw the next `n`, for each `(parameters, n)`.
+fn sketch_examples<S: Mergeable + Clone, P: Debug + Copy>(
     name: &str,
-    cases: &[(u8, u64)],
-    make: impl Fn(u8) -> S,
+    cases: &[(P, u64)],
+    make: impl Fn(P) -> S,
     observe: impl Fn(&mut S, u64) + Copy,
 ) -> Vec<(String, S)> {
     let mut out = Vec::new();
-    for &(p, n) in cases {
-        let empty = make(p);
+    for &(parameters, n) in cases {
+        let empty = make(parameters);
         let (one, merged) = observed_and_merged(&empty, n, observe);
-        out.push((format!("{name} {p} empty"), empty));
-        out.push((format!("{name} {p} after {n}"), one));
-        out.push((format!("{name} {p} merged after {n}"), merged));
+        out.push((format!("{name} {parameters:?} empty"), empty));
+        out.push((format!("{name} {parameters:?} after {n}"), one));
+        out.push((format!("{name} {parameters:?} merged after {n}"), merged));
     }
     out
 }
 
-impl Subject for HyperLogLog {
-    fn without_history(&self) -> Self {
-        // A self-merge ends a martingale and changes no register.
-        let mut out = self.clone();
-        out.merge(self).expect("the same configuration");
-        out
-    }
+/// A distinct-count sketch with a martingale: `$extra` uses a decoded state further, and
+/// `$examples` are its examples.
+macro_rules! distinct_count_subject {
+    ($ty:ty, |$s:ident| $extra:expr, $examples:expr) => {
+        impl Subject for $ty {
+            fn without_history(&self) -> Self {
+                // A self-merge ends a martingale and changes no register.
+                let mut out = self.clone();
+                out.merge(self).expect("the same configuration");
+                out
+            }
 
-    fn exercise(&self) {
-        let mut more = self.clone();
-        more.observe(1_u64);
-        more.observe_hash(0);
-        more.observe_hash(u64::MAX);
-        assert!(more.estimate() >= 0.0);
-        assert!(self.reduce(HyperLogLog::MIN_PRECISION).is_ok());
-    }
+            fn exercise(&self) {
+                let mut more = self.clone();
+                more.observe_hash(0);
+                more.observe_hash(u64::MAX);
+                assert!(more.estimate() >= 0.0);
+                assert!(self.reduce(<$ty>::MIN_PRECISION).is_ok());
+                let $s = self;
+                $extra
+            }
 
-    fn examples() -> Vec<(String, Self)> {
-        // Sparse, the switch, dense; the largest precision dense for the allocation checks.
-        let cases = [(4, 3), (8, 30), (8, 1000), (12, 100), (18, 300_000)];
-        sketch_examples(
-            "hll",
-            &cases,
-            |p| HyperLogLog::with_seed(p, u64::from(p)).expect("a precision"),
-            |s, i| s.observe(i),
-        )
-    }
-}
-
-impl Subject for UltraLogLog {
-    fn without_history(&self) -> Self {
-        // A self-merge ends a martingale and changes no register.
-        let mut out = self.clone();
-        out.merge(self).expect("the same configuration");
-        out
-    }
-
-    fn exercise(&self) {
-        let mut more = self.clone();
-        more.observe_hash(0);
-        more.observe_hash(u64::MAX);
-        assert!(more.estimate() >= 0.0);
-        assert!(self.reduce(UltraLogLog::MIN_PRECISION).is_ok());
-        // A HyperLogLog of the same precision, which its own codec takes back, or an error.
-        match self.to_hyperloglog() {
-            Ok(hll) => assert_eq!(HyperLogLog::from_bytes(&hll.to_bytes()).as_ref(), Ok(&hll)),
-            Err(e) => assert_eq!(e.parameter(), "precision"),
+            fn examples() -> Vec<(String, Self)> {
+                $examples
+            }
         }
-    }
-
-    fn examples() -> Vec<(String, Self)> {
-        let cases = [(3, 5), (6, 1000), (8, 100_000), (10, 50), (20, 1_500_000)];
-        sketch_examples("ull", &cases, |p| UltraLogLog::with_seed(p, 9).expect("a precision"), |s, i| s.observe(i))
-    }
+    };
 }
 
-impl Subject for ExaLogLog {
-    fn without_history(&self) -> Self {
-        // A self-merge ends a martingale and changes no register.
-        let mut out = self.clone();
-        out.merge(self).expect("the same configuration");
-        out
-    }
-
-    fn exercise(&self) {
-        let mut more = self.clone();
-        more.observe_hash(0);
-        more.observe_hash(u64::MAX);
-        assert!(more.estimate() >= 0.0);
-        assert!(self.reduce(ExaLogLog::MIN_PRECISION).is_ok());
-    }
-
-    fn examples() -> Vec<(String, Self)> {
-        let mut out = sketch_examples(
-            "ell",
-            &[(2, 10), (5, 100), (8, 100_000), (18, 1_000_000)],
-            |p| ExaLogLog::with_seed(p, 1).expect("a precision"),
-            |s, i| s.observe(i),
-        );
-        for (p, t, d, n) in [(5, 0, 0, 100), (6, 1, 9, 5000), (4, 4, 22, 300), (2, 1, 3, 2)] {
-            let mut ell =
-                ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, 1).expect("valid parameters");
-            ell.observe_all(0..n);
-            out.push((format!("ell ({p}, {t}, {d}) after {n}"), ell));
-        }
-        out
-    }
-}
+// Sparse, the switch, dense; the largest precisions dense for the allocation checks.
+distinct_count_subject!(
+    HyperLogLog,
+    |_s| (),
+    sketch_examples(
+        "hll",
+        &[(4, 3), (8, 30), (8, 1000), (12, 100), (18, 300_000)],
+        |p| HyperLogLog::with_seed(p, u64::from(p)).expect("a precision"),
+        |s, i| s.observe(i),
+    )
+);
+distinct_count_subject!(
+    UltraLogLog,
+    // A HyperLogLog of the same precision, which its own codec takes back, or an error.
+    |s| match s.to_hyperloglog() {
+        Ok(hll) => assert_eq!(HyperLogLog::from_bytes(&hll.to_bytes()).as_ref(), Ok(&hll)),
+        Err(e) => assert_eq!(e.parameter(), "precision"),
+    },
+    sketch_examples(
+        "ull",
+        &[(3, 5), (6, 1000), (8, 100_000), (10, 50), (20, 1_500_000)],
+        |p| UltraLogLog::with_seed(p, 9).expect("a precision"),
+        |s, i| s.observe(i),
+    )
+);
+distinct_count_subject!(ExaLogLog, |_s| (), {
+    let mut out = sketch_examples(
+        "ell",
+        &[(2, 10), (5, 100), (8, 100_000), (18, 1_000_000)],
+        |p| ExaLogLog::with_seed(p, 1).expect("a precision"),
+        |s, i| s.observe(i),
+    );
+    let shapes = [((5, 0, 0), 100), ((6, 1, 9), 5000), ((4, 4, 22), 300), ((2, 1, 3), 2)];
+    out.extend(sketch_examples(
+        "ell",
+        &shapes,
+        |(precision, t, d)| ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision, t, d }, 1).expect("a shape"),
+        |s, i| s.observe(i),
+    ));
+    out
+});
 
 impl Subject for FlajoletMartin {
     fn exercise(&self) {
@@ -295,19 +277,18 @@ impl Subject for CountMin {
     }
 
     fn examples() -> Vec<(String, Self)> {
-        let mut out = Vec::new();
-        for (width, depth, update) in [
-            (1, 1, Update::Standard),
-            (7, 3, Update::Conservative),
-            (64, 4, Update::Standard),
-            (1 << 16, 8, Update::Standard),
-        ] {
-            let cm = CountMin::with_params(width, depth, 11, update).expect("valid parameters");
-            let (one, merged) = observed_and_merged(&cm, 200, |s, i| s.observe_weighted(i % 13, i));
-            out.push((format!("cm {width}×{depth} {update:?} empty"), cm));
-            out.push((format!("cm {width}×{depth} {update:?}"), one));
-            out.push((format!("cm {width}×{depth} {update:?} merged"), merged));
-        }
+        let cases = [
+            ((1, 1, Update::Standard), 200),
+            ((7, 3, Update::Conservative), 200),
+            ((64, 4, Update::Standard), 200),
+            ((1 << 16, 8, Update::Standard), 200),
+        ];
+        let mut out = sketch_examples(
+            "cm",
+            &cases,
+            |(width, depth, update)| CountMin::with_params(width, depth, 11, update).expect("valid parameters"),
+            |s, i| s.observe_weighted(i % 13, i),
+        );
         let mut saturated = CountMin::new(4, 2).expect("valid parameters");
         saturated.observe_weighted(1_u64, u64::MAX);
         saturated.observe_weighted(2_u64, 3);
@@ -368,19 +349,15 @@ impl<T: Probe + synopses::hash::Hashable + synopses::codec::Item + Clone + Eq + 
     }
 
     fn examples() -> Vec<(String, Self)> {
-        let mut out = Vec::new();
-        for (capacity, n, seed) in [(1, 10, None), (5, 300, None), (5, 300, Some(7)), (1000, 100_000, None)] {
-            let hh = match seed {
+        let cases = [((1, None), 10), ((5, None), 300), ((5, Some(7)), 300), ((1000, None), 100_000)];
+        let make = |(capacity, seed): (usize, Option<u64>)| {
+            match seed {
                 Some(seed) => HeavyHitters::with_seed(capacity, seed),
                 None => HeavyHitters::new(capacity),
             }
-            .expect("a valid capacity");
-            let (one, merged) = observed_and_merged(&hh, n, |s, i| s.observe(T::probe(i % 17 + i % 3 * 100)));
-            out.push((format!("hh {capacity} empty"), hh));
-            out.push((format!("hh {capacity} after {n} seed {seed:?}"), one));
-            out.push((format!("hh {capacity} merged after {n} seed {seed:?}"), merged));
-        }
-        out
+            .expect("a valid capacity")
+        };
+        sketch_examples("hh", &cases, make, |s, i| s.observe(T::probe(i % 17 + i % 3 * 100)))
     }
 }
 
@@ -410,15 +387,13 @@ impl Subject for Bloom {
     }
 
     fn examples() -> Vec<(String, Self)> {
-        let mut out = Vec::new();
-        for (bits, n) in [(1, 3), (100, 10), (700, 100), (1 << 24, 10_000)] {
-            let b = Bloom::with_seed(bits, 3, 9).expect("valid parameters");
-            let (one, merged) = observed_and_merged(&b, n, |s, i| s.observe(i));
-            out.push((format!("bloom {bits} empty"), b));
-            out.push((format!("bloom {bits} after {n}"), one));
-            out.push((format!("bloom {bits} merged after {n}"), merged));
-        }
-        out
+        let cases = [(1, 3), (100, 10), (700, 100), (1 << 24, 10_000)];
+        sketch_examples(
+            "bloom",
+            &cases,
+            |bits| Bloom::with_seed(bits, 3, 9).expect("valid parameters"),
+            |s, i| s.observe(i),
+        )
     }
 }
 
@@ -451,21 +426,15 @@ impl Subject for CountingBloom {
     }
 
     fn examples() -> Vec<(String, Self)> {
-        let mut out = Vec::new();
-        for (counters, width, n) in [
-            (1, CounterWidth::Four, 3),
-            (100, CounterWidth::Four, 30),
-            (300, CounterWidth::Eight, 100),
-            (64, CounterWidth::Sixteen, 50),
-            (1 << 22, CounterWidth::Four, 10_000),
-        ] {
-            let f = CountingBloom::with_params(counters, 3, width, 9).expect("valid parameters");
-            let (one, merged) = observed_and_merged(&f, n, |s, i| s.observe(i % 7));
-            out.push((format!("cbf {counters} {width:?} empty"), f));
-            out.push((format!("cbf {counters} {width:?} after {n}"), one));
-            out.push((format!("cbf {counters} {width:?} merged after {n}"), merged));
-        }
-        out
+        let cases = [
+            ((1, CounterWidth::Four), 3),
+            ((100, CounterWidth::Four), 30),
+            ((300, CounterWidth::Eight), 100),
+            ((64, CounterWidth::Sixteen), 50),
+            ((1 << 22, CounterWidth::Four), 10_000),
+        ];
+        let make = |(counters, width)| CountingBloom::with_params(counters, 3, width, 9).expect("valid parameters");
+        sketch_examples("cbf", &cases, make, |s, i| s.observe(i % 7))
     }
 }
 
