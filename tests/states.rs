@@ -213,8 +213,10 @@ fn card_op() -> BoxedStrategy<Card> {
     .boxed()
 }
 
+/// The distinct-count sketches' operations; `reduced(s, drop)` is `s` at a size `drop` steps
+/// coarser (or its smallest).
 macro_rules! cardinality_subject {
-    ($ty:ty, $min:expr, |$c:ident| $companions:expr) => {
+    ($ty:ty, |$r:ident, $drop:ident| $reduced:expr, |$c:ident| $companions:expr) => {
         impl Reachable for $ty {
             type Op = Card;
 
@@ -223,6 +225,7 @@ macro_rules! cardinality_subject {
             }
 
             fn apply(&mut self, op: &Card) {
+                let reduced = |$r: &Self, $drop: u8| -> Self { $reduced.expect("a size in range") };
                 match op {
                     Card::Items(items) => self.observe_all(items),
                     Card::Hashes(hashes) => hashes.iter().for_each(|&h| self.observe_hash(h)),
@@ -232,8 +235,7 @@ macro_rules! cardinality_subject {
                         merge_or_unchanged(self, &peer);
                     }
                     Card::MergeCoarser(drop, hashes) => {
-                        let p = self.precision().saturating_sub(*drop).max($min);
-                        let mut peer = self.empty_like().reduce(p).expect("a precision in range");
+                        let mut peer = reduced(&self.empty_like(), *drop);
                         hashes.iter().for_each(|&h| peer.observe_hash(h));
                         merge_reducing(self, &peer, |s, o| s.merge_reducing(o));
                     }
@@ -241,10 +243,7 @@ macro_rules! cardinality_subject {
                     Card::IntoEmpty => {
                         into_empty(self);
                     }
-                    Card::Reduce(drop) => {
-                        let p = self.precision().saturating_sub(*drop).max($min);
-                        *self = self.reduce(p).expect("a precision in range");
-                    }
+                    Card::Reduce(drop) => *self = reduced(self, *drop),
                 }
             }
 
@@ -260,46 +259,25 @@ macro_rules! cardinality_subject {
     };
 }
 
-cardinality_subject!(HyperLogLog, 4, |_c| Ok(()));
-cardinality_subject!(UltraLogLog, 3, |c| match c.to_hyperloglog() {
-    Ok(hll) => check_state(&hll),
-    Err(_) => Ok(()),
-});
-cardinality_subject!(ExaLogLog, 2, |_c| Ok(()));
-
-impl Reachable for FlajoletMartin {
-    type Op = Card;
-
-    fn op() -> BoxedStrategy<Card> {
-        card_op()
+cardinality_subject!(
+    HyperLogLog,
+    |s, drop| s.reduce(s.precision().saturating_sub(drop).max(HyperLogLog::MIN_PRECISION)),
+    |_c| Ok(())
+);
+cardinality_subject!(
+    UltraLogLog,
+    |s, drop| s.reduce(s.precision().saturating_sub(drop).max(UltraLogLog::MIN_PRECISION)),
+    |c| match c.to_hyperloglog() {
+        Ok(hll) => check_state(&hll),
+        Err(_) => Ok(()),
     }
-
-    fn apply(&mut self, op: &Card) {
-        match op {
-            Card::Items(items) => self.observe_all(items),
-            Card::Hashes(hashes) => hashes.iter().for_each(|&h| self.observe_hash(h)),
-            Card::Merge(hashes) => {
-                let mut peer = self.empty_like();
-                hashes.iter().for_each(|&h| peer.observe_hash(h));
-                merge_or_unchanged(self, &peer);
-            }
-            Card::MergeCoarser(drop, hashes) => {
-                let mut peer = self.reduce((self.bitmaps() >> drop).max(1)).expect("fewer bitmaps").empty_like();
-                hashes.iter().for_each(|&h| peer.observe_hash(h));
-                merge_reducing(self, &peer, |s, o| s.merge_reducing(o));
-            }
-            Card::MergeSelf => merge_self_times(self, 1),
-            Card::Reduce(drop) => *self = self.reduce((self.bitmaps() >> drop).max(1)).expect("fewer bitmaps"),
-            Card::IntoEmpty => {
-                into_empty(self);
-            }
-        }
-    }
-
-    fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
-        codec_roundtrip(self)
-    }
-}
+);
+cardinality_subject!(
+    ExaLogLog,
+    |s, drop| s.reduce(s.precision().saturating_sub(drop).max(ExaLogLog::MIN_PRECISION)),
+    |_c| Ok(())
+);
+cardinality_subject!(FlajoletMartin, |s, drop| s.reduce((s.bitmaps() >> drop).max(1)), |_c| Ok(()));
 
 /// Every register at every value up to its largest: the state of a sketch whose items were
 /// crafted to hash that way (each register's window full, nothing left unseen).
