@@ -138,3 +138,8 @@ pub mod shedding;
 pub mod stream;
 
 pub use crate::core::{ConfigError, DecodeError, Error, MergeError, RemoveError};
+
+// The README's Rust examples run as doctests, so they cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
