@@ -409,8 +409,11 @@ impl History {
             Self::Ell(_) => None,
         }
     }
+    /// The same registers (or entries): equal once both are without history (a self-merge
+    /// keeps every register and ends a martingale, which equality compares).
     fn same_registers(&self, other: &Self) -> bool {
-        match (self, other) {
+        let (ours, theirs) = (self.merged(self), other.merged(other));
+        match (&ours, &theirs) {
             (Self::Ull(a), Self::Ull(b)) => a == b,
             (Self::Ell(a), Self::Ell(b)) => a == b,
             _ => false,
