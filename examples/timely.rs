@@ -12,7 +12,8 @@
 //! `i` of `n` reads views `i, i + n, i + 2n, ...`), routes each view to a worker by partial
 //! key grouping over the user id, where a HyperLogLog counts it; at the end every worker's
 //! sketch travels to worker 0 as bytes and is merged. Worker 0 prints the estimate and checks
-//! that the merged sketch is exactly the one a single pass over the whole stream builds.
+//! that the merged sketch holds exactly the registers a single pass over the whole stream
+//! builds (not its martingale, a record of one stream that a merge of parts cannot keep).
 
 use std::error::Error;
 
@@ -52,12 +53,18 @@ fn main() -> Result<(), Box<dyn Error>> {
             100.0 * merged.relative_standard_error(),
             merged.to_bytes().len(),
         );
+        // A self-merge keeps every register and ends the martingale, which `==` compares.
+        let registers = |s: &HyperLogLog| -> Result<HyperLogLog, synopses::MergeError> {
+            let mut out = s.clone();
+            out.merge(s)?;
+            Ok(out)
+        };
+        let same = registers(&merged)? == registers(&single)?;
         println!(
-            "Merged sketch identical to one sequential pass: {} ({:.0} ms).",
-            merged == single,
+            "Merged registers identical to one sequential pass: {same} ({:.0} ms).",
             started.elapsed().as_secs_f64() * 1e3
         );
-        if merged != single {
+        if !same {
             return Err("the merged sketch differs from the sequential one".into());
         }
     }

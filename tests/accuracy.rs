@@ -408,21 +408,16 @@ impl History {
             Self::Ell(_) => None,
         }
     }
+    /// The same registers (or entries): equal once both are without history (a self-merge
+    /// keeps every register and ends a martingale, which equality compares).
     fn same_registers(&self, other: &Self) -> bool {
-        match (self, other) {
-            // Registers only: a self-merge keeps them and ends a one-stream martingale.
-            (Self::Ull(a), Self::Ull(b)) => merged_with_itself(a) == merged_with_itself(b),
-            (Self::Ell(a), Self::Ell(b)) => merged_with_itself(a) == merged_with_itself(b),
+        let (ours, theirs) = (self.merged(self), other.merged(other));
+        match (&ours, &theirs) {
+            (Self::Ull(a), Self::Ull(b)) => a == b,
+            (Self::Ell(a), Self::Ell(b)) => a == b,
             _ => false,
         }
     }
-}
-
-/// `s` merged with itself: its registers, without the martingale of its own stream.
-fn merged_with_itself<S: synopses::core::Mergeable + Clone>(s: &S) -> S {
-    let mut out = s.clone();
-    out.merge(s).expect("the same configuration");
-    out
 }
 
 /// One set of errors per estimator at one checkpoint.

@@ -5,8 +5,10 @@
 use std::fmt;
 
 use super::estimators::precision_for;
-use super::history::{Boxed, Core, Shape};
+use super::history::{Boxed, Core};
+use super::lifecycle::Lifecycle;
 use super::optimal;
+use super::registers::Shape;
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
@@ -412,7 +414,7 @@ impl ExaLogLog {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn register_estimate(&self) -> f64 {
-        self.core.exact().unwrap_or_else(|| optimal::corrected_ml(&self.core))
+        self.core.exact().unwrap_or_else(|| self.core.ml_estimate())
     }
 
     /// The martingale estimate, if the sketch has one (see

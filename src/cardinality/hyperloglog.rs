@@ -6,6 +6,7 @@ use std::fmt;
 use super::estimators::{
     HIP_RSE, capped, check_martingale, ertl_estimate, improved_rse, pow2, precision_for, wide_to_f64,
 };
+use super::lifecycle::Lifecycle;
 use super::register_sums::register_sums;
 use super::sparse::{self, Sparse};
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
@@ -107,7 +108,12 @@ impl HyperLogLog {
         if !(Self::MIN_PRECISION..=Self::MAX_PRECISION).contains(&precision) {
             return Err(ConfigError::new("precision", precision, "an integer in 4..=18"));
         }
-        Ok(Self { precision, seed, repr: Repr::Sparse(Sparse::new()) })
+        Ok(Self::empty(precision, seed))
+    }
+
+    /// The empty sketch of a precision in range.
+    fn empty(precision: u8, seed: u64) -> Self {
+        Self { precision, seed, repr: Repr::Sparse(Sparse::new()) }
     }
 
     /// The smallest sketch whose standard error after a merge (about `1.04 / sqrt(m)`, the
@@ -186,12 +192,6 @@ impl HyperLogLog {
         1 << self.precision
     }
 
-    /// The most distinct entries the sparse mode holds before it turns dense: 3/4 of a table
-    /// of `m/4` four-byte slots, so the sparse form never takes more bytes than the dense one.
-    fn sparse_limit(&self) -> usize {
-        sparse::limit(self.register_count())
-    }
-
     /// Observes one item.
     ///
     /// ```
@@ -258,33 +258,6 @@ impl HyperLogLog {
         match &mut self.repr {
             Repr::Dense(dense) => dense.observe_hash(hash, p),
             Repr::Sparse(_) => self.add_entry(sparse_entry(hash), true),
-        }
-    }
-
-    /// Adds one entry (an item at the sparse precision), in either mode. `observed` says
-    /// whether it is an item of this sketch's own stream, which the martingale counts; entries
-    /// of another sketch (merges, reductions) give the same state but no part of the
-    /// martingale, which describes one stream in its own order.
-    fn add_entry(&mut self, entry: u32, observed: bool) {
-        let (p, limit) = (self.precision, self.sparse_limit());
-        if let Repr::Sparse(sparse) = &mut self.repr {
-            let Err(empty_slot) = sparse.find(entry) else { return };
-            if sparse.len() < limit {
-                sparse.insert_at(empty_slot, entry);
-                return;
-            }
-            // One more distinct entry than the sparse form holds: turn dense. In a stream, the
-            // exact count so far starts the martingale estimator, which then goes on as usual.
-            let mut dense = Dense::new(p);
-            dense.absorb_entries(sparse.entries(), p);
-            if observed {
-                dense.agg.martingale = Some(sparse.len() as f64);
-            }
-            self.repr = Repr::Dense(dense);
-        }
-        if let Repr::Dense(dense) = &mut self.repr {
-            let (index, rank) = entry_register(entry, p);
-            if observed { dense.update(index, rank, p) } else { dense.set_max(index, rank, p) }
         }
     }
 
@@ -453,26 +426,7 @@ impl HyperLogLog {
     pub fn merge(&mut self, other: &Self) -> Result<(), MergeError> {
         MergeError::check("precision", self.precision, other.precision)?;
         MergeError::check("seed", self.seed, other.seed)?;
-        let p = self.precision;
-        match (&mut self.repr, &other.repr) {
-            // Merging the empty sketch changes nothing, and merging into it gives the other
-            // sketch, history and all: the identity keeps the martingale.
-            (_, Repr::Sparse(theirs)) if theirs.len() == 0 => {}
-            (Repr::Sparse(ours), Repr::Dense(theirs)) if ours.len() == 0 => self.repr = Repr::Dense(theirs.clone()),
-            (_, Repr::Sparse(theirs)) => {
-                theirs.entries().for_each(|entry| self.add_entry(entry, false));
-                if let Repr::Dense(dense) = &mut self.repr {
-                    dense.agg.martingale = None;
-                }
-            }
-            (Repr::Sparse(ours), Repr::Dense(theirs)) => {
-                let mut dense = theirs.clone();
-                dense.absorb_entries(ours.entries(), p);
-                dense.agg.martingale = None;
-                self.repr = Repr::Dense(dense);
-            }
-            (Repr::Dense(ours), Repr::Dense(theirs)) => ours.merge_dense(theirs, p),
-        }
+        self.merge_same(other);
         Ok(())
     }
 
@@ -540,9 +494,9 @@ impl HyperLogLog {
         if precision == self.precision {
             return self.clone();
         }
-        let mut out = Self { precision, seed: self.seed, repr: Repr::Sparse(Sparse::new()) };
+        let mut out = Self::empty(precision, self.seed);
         match &self.repr {
-            Repr::Sparse(sparse) => sparse.entries().for_each(|e| out.add_entry(e, false)),
+            Repr::Sparse(_) => return self.reduce_sparse(out),
             Repr::Dense(dense) => {
                 let mut reduced = Dense::new(precision);
                 let shift = self.precision - precision;
@@ -574,7 +528,7 @@ impl HyperLogLog {
     /// martingale; the empty sketch if they are all zero. For conversions from sketches that
     /// hold HyperLogLog's registers and more.
     pub(crate) fn from_registers(precision: u8, seed: u64, registers: Vec<u8>) -> Self {
-        let mut hll = Self { precision, seed, repr: Repr::Sparse(Sparse::new()) };
+        let mut hll = Self::empty(precision, seed);
         if registers.iter().any(|&r| r != 0) {
             let mut dense = Dense::new(precision);
             dense.registers = registers.into_boxed_slice();
@@ -588,7 +542,7 @@ impl HyperLogLog {
     /// sparse [`UltraLogLog`](super::UltraLogLog) of the same precision, whose sparse mode is
     /// the same size).
     pub(crate) fn from_entries(precision: u8, seed: u64, entries: impl Iterator<Item = u32>) -> Self {
-        let mut hll = Self { precision, seed, repr: Repr::Sparse(Sparse::new()) };
+        let mut hll = Self::empty(precision, seed);
         entries.for_each(|entry| hll.add_entry(entry, false));
         hll
     }
@@ -709,19 +663,18 @@ impl HyperLogLog {
             d.recount(precision);
             // It turned dense past the sparse limit of distinct entries: enough registers set
             // to hold them (one, but at the highest precisions).
-            if !sparse::dense_enough(d.registers_set() as usize, precision, hll.sparse_limit()) {
+            if !sparse::dense_enough(d.registers_set() as usize, precision, hll.limit()) {
                 return Err(DecodeError::InvalidField { field: "registers", reason: "too few set for a dense sketch" });
             }
             // It started at the exact count when the sketch turned dense (one more than the
             // sparse form holds); each register change raised a register by at least 1.
             let changes = d.registers.iter().map(|&r| u64::from(r)).sum();
             let seen = f64::from(d.registers_set());
-            check_martingale(martingale, (hll.sparse_limit(), seen), (changes, d.agg.inverse_sum, precision))?;
+            check_martingale(martingale, (hll.limit(), seen), (changes, d.agg.inverse_sum, precision))?;
             d.agg.martingale = martingale;
             hll.repr = Repr::Dense(d);
         } else {
-            let limit = hll.sparse_limit();
-            sparse::decode_entries(&mut r, limit, |e| hll.add_entry(e, false))?;
+            hll = hll.decode_entries(&mut r)?;
         }
         r.finish()?;
         Ok(hll)
@@ -735,16 +688,7 @@ impl PartialEq for HyperLogLog {
     /// sketch that merged two streams and one that observed their union hold the same
     /// registers but not the same martingale, answer different estimates, and are not equal.
     fn eq(&self, other: &Self) -> bool {
-        self.precision == other.precision
-            && self.seed == other.seed
-            && match (&self.repr, &other.repr) {
-                (Repr::Sparse(a), Repr::Sparse(b)) => a.same_entries(b),
-                (Repr::Dense(a), Repr::Dense(b)) => {
-                    a.registers == b.registers
-                        && a.agg.martingale.map(f64::to_bits) == b.agg.martingale.map(f64::to_bits)
-                }
-                _ => false,
-            }
+        self.precision == other.precision && self.seed == other.seed && self.same_state(other)
     }
 }
 
@@ -773,11 +717,87 @@ impl Mergeable for HyperLogLog {
     }
 
     fn empty_like(&self) -> Self {
-        Self { precision: self.precision, seed: self.seed, repr: Repr::Sparse(Sparse::new()) }
+        Self::empty(self.precision, self.seed)
     }
 }
 
 codec_impl!(HyperLogLog, 2);
+
+impl Lifecycle for HyperLogLog {
+    /// 3/4 of a table of `m/4` four-byte slots: the sparse form never takes more bytes than
+    /// the `m` byte registers.
+    fn limit(&self) -> usize {
+        sparse::limit(self.register_count())
+    }
+
+    fn sparse(&self) -> Option<&Sparse> {
+        match &self.repr {
+            Repr::Sparse(sparse) => Some(sparse),
+            Repr::Dense(_) => None,
+        }
+    }
+
+    fn sparse_mut(&mut self) -> Option<&mut Sparse> {
+        match &mut self.repr {
+            Repr::Sparse(sparse) => Some(sparse),
+            Repr::Dense(_) => None,
+        }
+    }
+
+    fn densify(&mut self, martingale: Option<f64>) {
+        let mut dense = Dense::new(self.precision);
+        if let Repr::Sparse(sparse) = &self.repr {
+            dense.absorb_entries(sparse.entries(), self.precision);
+        }
+        dense.agg.martingale = martingale;
+        self.repr = Repr::Dense(dense);
+    }
+
+    /// The register of the entry's hash, raised; the aggregates follow either way.
+    fn apply_entry(&mut self, entry: u32, observed: bool) {
+        let p = self.precision;
+        if let Repr::Dense(dense) = &mut self.repr {
+            let (index, rank) = entry_register(entry, p);
+            if observed { dense.update(index, rank, p) } else { dense.set_max(index, rank, p) }
+        }
+    }
+
+    fn union_registers(&mut self, other: &Self) {
+        let p = self.precision;
+        if let (Repr::Dense(ours), Repr::Dense(theirs)) = (&mut self.repr, &other.repr) {
+            ours.union(theirs, p);
+        }
+    }
+
+    /// The aggregates already follow the registers ([`Dense::set_max`] and
+    /// [`Dense::union`] keep them): only the martingale ends.
+    fn forget_history(&mut self) {
+        if let Repr::Dense(dense) = &mut self.repr {
+            dense.agg.martingale = None;
+        }
+    }
+
+    fn martingale(&self) -> Option<f64> {
+        match &self.repr {
+            Repr::Sparse(_) => None,
+            Repr::Dense(dense) => dense.agg.martingale,
+        }
+    }
+
+    fn same_registers(&self, other: &Self) -> bool {
+        match (&self.repr, &other.repr) {
+            (Repr::Dense(ours), Repr::Dense(theirs)) => ours.registers == theirs.registers,
+            _ => false,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match &self.repr {
+            Repr::Sparse(sparse) => sparse.len() == 0,
+            Repr::Dense(dense) => dense.registers_set() == 0,
+        }
+    }
+}
 
 /// The register index (top `p` bits) and rank (one plus the trailing zeros of the rest: the
 /// position of its lowest 1, from 1; `65 - p` when the rest is all zeros) of a hash.
@@ -788,7 +808,7 @@ codec_impl!(HyperLogLog, 2);
 /// ```
 ///
 /// Trailing rather than leading zeros: with the index at the top, the sentinel that caps the
-/// count is a constant `or`, no shift of the hash is needed, and observing measured 10 % faster.
+/// count is a constant `or` and no shift of the hash is needed.
 #[inline]
 fn register_of(hash: u64, p: u8) -> (usize, u8) {
     let index = (hash >> (64 - p)) as usize;
@@ -963,12 +983,12 @@ impl Dense {
         self.agg.inverse_sum = inverse_sum;
     }
 
-    fn merge_dense(&mut self, other: &Self, p: u8) {
+    /// The register-wise maximum with `other`, the aggregates recounted.
+    fn union(&mut self, other: &Self, p: u8) {
         for (a, &b) in self.registers.iter_mut().zip(other.registers.iter()) {
             *a = (*a).max(b);
         }
         self.recount(p);
-        self.agg.martingale = None;
     }
 
     fn improved_estimate(&self, p: u8) -> f64 {

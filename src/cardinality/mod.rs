@@ -314,10 +314,14 @@ mod estimators;
 mod exaloglog;
 mod flajolet_martin;
 mod history;
+mod history_codec;
 mod hyperloglog;
+mod lifecycle;
 mod optimal;
 mod register_sums;
+mod registers;
 mod sparse;
+mod tally;
 mod ultraloglog;
 
 pub use exaloglog::{ExaLogLog, ExaLogLogShape};

@@ -1,5 +1,8 @@
 //! The estimators of the registers with history (UltraLogLog, ExaLogLog): the bias-corrected
 //! maximum-likelihood estimate, UltraLogLog's FGRA estimate, and the theory of their errors.
+//! They read summaries of the registers (the unseen mass and the values seen by level, or a
+//! histogram of UltraLogLog's bytes), not the sketch: the state that keeps those summaries is
+//! `history.rs`.
 //!
 //! The constants are Ertl's (UltraLogLog, VLDB 2024; ExaLogLog, 2025), recomputed from his
 //! closed forms: with `b = 2^(2^−t)` and `X = b^−d / (b − 1)`,
@@ -13,8 +16,8 @@
 //! with `ζ(s, a)` Hurwitz's zeta function; the memory-variance product is the relative variance
 //! times the bits of state, `(6 + t + d) · m`.
 
-use super::estimators::capped;
-use super::history::{Cell, Core, Shape};
+use super::estimators::{MAX_ESTIMATE, capped, pow2, wide_to_f64};
+use super::registers::Shape;
 
 /// Hurwitz's zeta function `ζ(s, a) = Σ_{k≥0} (k + a)^−s` for `s > 1`, `a > 0`: twenty terms,
 /// then the Euler–Maclaurin tail with four Bernoulli corrections (error below `1e−16` here).
@@ -68,10 +71,66 @@ pub(crate) fn ml_bias_constant(shape: Shape) -> f64 {
     ln_b * (1.0 + 2.0 * x) * hurwitz_zeta(3.0, 1.0 + x) / (z2 * z2)
 }
 
-/// The maximum-likelihood estimate divided by `1 + c/m`, which removes its `O(1/m)` bias.
-pub(crate) fn corrected_ml<R: Cell>(core: &Core<R>) -> f64 {
-    let m = core.shape.registers() as f64;
-    capped(core.raw_ml_estimate() / (1.0 + ml_bias_constant(core.shape) / m))
+/// The maximum-likelihood estimate of the number of distinct items from the mass of the
+/// values known not seen (`unseen`, `Σ` over registers, in 64.64 fixed point) and the
+/// count of values known seen at each level (`seen`).
+///
+/// Under the Poisson model each register receives items at rate `λ = n/m`, and value `k`
+/// occurs in it with probability `1 − e^(−λ ρ_k)`, independently of the others, so
+///
+/// ```text
+///   ln L(λ) = −λ · α + Σ_j β_j · ln(1 − e^(−λ ρ_j)),   α = unseen mass, β_j = seen[j]
+/// ```
+///
+/// is concave, and its maximum solves `H(λ) = Σ_j β_j φ(λ ρ_j) − α λ = 0` with
+/// `φ(z) = z / (e^z − 1)`. `H` is convex and decreasing, so Newton's method started left of
+/// the root climbs to it monotonically, without overshooting.
+pub(crate) fn ml_estimate(shape: Shape, unseen: u128, seen: &[u32]) -> f64 {
+    let m = shape.registers() as f64;
+    let total_seen: f64 = seen.iter().map(|&b| f64::from(b)).sum();
+    if total_seen == 0.0 {
+        return 0.0;
+    }
+    if unseen == 0 {
+        // Every value of every register seen: the likelihood grows without bound.
+        return MAX_ESTIMATE;
+    }
+    let alpha = wide_to_f64(unseen) * pow2(-64);
+    let terms: Vec<(f64, f64)> =
+        seen.iter().enumerate().filter(|&(_, &b)| b > 0).map(|(j, &b)| (f64::from(b), shape.level_rho(j))).collect();
+    // The first Newton step from λ = 0, where H = Σβ and H' = −α − Σ β ρ / 2.
+    let mut lambda = total_seen / (alpha + terms.iter().map(|(b, rho)| b * rho).sum::<f64>() / 2.0);
+    for _ in 0..200 {
+        let (mut h, mut slope) = (-alpha * lambda, -alpha);
+        for &(b, rho) in &terms {
+            let z = lambda * rho;
+            // φ(z) = z·w / (1 − w) and φ'(z) = w·(1 − w − z) / (1 − w)² with w = e^−z: finite
+            // for every z (through e^z they overflow to ∞/∞ past z ≈ 710, which levels far
+            // below a register's maximum reach), with their limits at 0.
+            let (phi, dphi) = if z < 1e-8 {
+                (1.0 - z / 2.0, -0.5)
+            } else {
+                let (w, one_minus_w) = ((-z).exp(), -(-z).exp_m1());
+                (z * w / one_minus_w, w * (one_minus_w - z) / (one_minus_w * one_minus_w))
+            };
+            h += b * phi;
+            slope += b * rho * dphi;
+        }
+        let step = -h / slope;
+        debug_assert!(!step.is_nan(), "Newton step of the likelihood is NaN");
+        if step.is_nan() || step <= lambda * 1e-15 {
+            break;
+        }
+        lambda += step;
+    }
+    capped(m * lambda)
+}
+
+/// The [maximum-likelihood estimate](ml_estimate) divided by `1 + c/m`, which removes its
+/// `O(1/m)` bias.
+pub(crate) fn corrected_ml(shape: Shape, unseen: u128, seen: &[u32]) -> f64 {
+    let m = shape.registers() as f64;
+    capped(ml_estimate(shape, unseen, seen) / (1.0 + ml_bias_constant(shape) / m))
 }
 
 /// `τ` of UltraLogLog's FGRA estimator: the exponent that minimizes its variance.
@@ -122,9 +181,9 @@ fn sigma(z: f64) -> f64 {
 /// (states 0, 4, 8 and 10), whose contributions depend on the fill `z` solved from their
 /// counts. The large-range terms for registers saturated at `u = 65 − p` (which takes about
 /// `2^64` distinct items) are not applied: those registers count as unsaturated ones.
-pub(crate) fn fgra(core: &Core<u8>) -> f64 {
-    let m = core.shape.registers() as f64;
-    let histogram = core.byte_histogram();
+/// `histogram` counts the registers of each byte value.
+pub(crate) fn fgra(shape: Shape, histogram: &[u32; 256]) -> f64 {
+    let m = shape.registers() as f64;
     let count = |r: usize| f64::from(histogram[r]);
     let (c0, c4, c8, c10) = (count(0), count(4), count(8), count(10));
     if c0 == m {
@@ -199,12 +258,22 @@ mod tests {
 
     #[test]
     fn small_sketches_estimate_about_their_count() {
-        // The register estimators themselves: a dense sketch (a sparse one counts exactly).
-        let mut core = Core::<u8>::new_dense(ULL, 0);
-        assert_eq!(fgra(&core), 0.0);
-        assert_eq!(corrected_ml(&core), 0.0);
-        core.observe_hash_as(ULL, 0x8000_0000_0000_0001);
-        for estimate in [fgra(&core), corrected_ml(&core)] {
+        // The register estimators themselves, on a dense array (a sparse sketch counts
+        // exactly): empty, then one item.
+        let estimates = |registers: &[u64]| {
+            let (mut histogram, mut seen, mut unseen) = ([0u32; 256], vec![0u32; ULL.levels()], 0u128);
+            for &r in registers {
+                histogram[r as usize] += 1;
+                ULL.count_seen(r, 1, &mut seen);
+                unseen += ULL.change_fixed(r);
+            }
+            [fgra(ULL, &histogram), corrected_ml(ULL, unseen, &seen)]
+        };
+        let mut registers = vec![0u64; ULL.registers()];
+        assert_eq!(estimates(&registers), [0.0, 0.0]);
+        let (index, k) = ULL.locate(0x8000_0000_0000_0001);
+        registers[index] = ULL.updated(0, k);
+        for estimate in estimates(&registers) {
             assert!((estimate - 1.0).abs() < 0.01, "{estimate}");
         }
     }

@@ -2,12 +2,11 @@
 //! registers, of saturated ones, and `Σ 2^(64 − r)` over the others (the estimators' three
 //! inputs, see `estimators.rs`).
 //!
-//! A merge is a byte-wise maximum (about 0.3 µs at 16 Ki registers), after which the
-//! aggregates must be recounted. A scalar histogram takes about 3.5 µs there; on x86-64 CPUs
-//! with AVX2 the vector path below takes about 0.8 µs, which is what brings a merge at
-//! precision 14 under 2 µs. Both give the same exact integers; the tests compare them. The
-//! scalar path's [`histogram`] serves UltraLogLog's byte registers too (its recount after a
-//! merge, and its FGRA estimator).
+//! A merge is a byte-wise maximum, after which the aggregates must be recounted, and the
+//! recount, not the maximum, is most of a merge's time. A scalar histogram does it; on x86-64
+//! CPUs with AVX2 the vector path below does it several times faster. Both give the same
+//! exact integers; the tests compare them. The scalar path's [`histogram`] serves
+//! UltraLogLog's byte registers too (its recount after a merge, and its FGRA estimator).
 
 /// `(zeros, saturated, Σ 2^(64 − r) over registers r < saturated_rank)` of `registers`,
 /// every register being at most 63.
@@ -24,8 +23,8 @@ pub(crate) fn register_sums(registers: &[u8], saturated_rank: u8) -> (u32, u32, 
 
 /// How many of `registers` have each `key` (below `B`), counted in eight interleaved
 /// histograms: registers often repeat a value, and one histogram would make each increment
-/// wait for the previous one's store (at 16 Ki HyperLogLog registers of a real sketch, 1, 4, 8
-/// and 16 histograms measured about 7.7, 4.1, 3.5 and 4.3 µs). Fewer than `4 · B` registers
+/// wait for the previous one's store (of 1, 4, 8 and 16 histograms, eight were the fastest on
+/// the registers of a real sketch). Fewer than `4 · B` registers
 /// take one histogram: clearing and adding up eight would cost more than the wait.
 #[inline]
 pub(crate) fn histogram<T: Copy, const B: usize>(registers: &[T], key: impl Fn(T) -> usize) -> [u32; B] {

@@ -5,9 +5,11 @@
 use std::fmt;
 
 use super::estimators::precision_for;
-use super::history::{Boxed, Core, Shape};
+use super::history::{Boxed, Core};
 use super::hyperloglog::HyperLogLog;
+use super::lifecycle::Lifecycle;
 use super::optimal;
+use super::registers::Shape;
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
@@ -283,8 +285,8 @@ impl UltraLogLog {
             return n;
         }
         match estimator {
-            UltraLogLogEstimator::MaximumLikelihood => optimal::corrected_ml(&self.core),
-            UltraLogLogEstimator::Fgra => optimal::fgra(&self.core),
+            UltraLogLogEstimator::MaximumLikelihood => self.core.ml_estimate(),
+            UltraLogLogEstimator::Fgra => optimal::fgra(self.core.shape, &self.core.byte_histogram()),
         }
     }
 
