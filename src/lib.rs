@@ -52,8 +52,10 @@
 //! configuration, and `empty_like` makes the identity. Merging instances of different
 //! configurations returns a [`MergeError`] and changes nothing. With the `rayon` feature,
 //! [`core::OperatorExt::par_observe`] splits a slice over the thread pool, observes each part
-//! into its own instance and merges them; for the deterministic synopses the result is
-//! identical to a sequential pass. The samplers and the random load shedder are randomized:
+//! into its own instance and merges them; for the deterministic synopses the result holds
+//! exactly the state of a sequential pass (a distinct-count sketch's registers; only the
+//! martingale estimate, a record of one stream's history, is not kept by a merge, so the
+//! merged sketch answers with its register estimator). The samplers and the random load shedder are randomized:
 //! each part draws from its own random stream ([`core::Mergeable::empty_part`]), the merged
 //! result is distributed exactly as a sequential pass, and it is the same for the same seed
 //! and partitioning.

@@ -52,7 +52,8 @@
 //! part, and the parts travel as their [encodings](crate::codec::Codec) to worker 0 and
 //! merge. Threads, processes and machines are timely's `-w`, `-n`, `-p` and `-h` flags
 //! (`examples/timely.rs`); `tests/timely.rs` checks that two threads and two processes on
-//! 127.0.0.1 give exactly the sequential sketch.
+//! 127.0.0.1 give exactly the sequential sketch's registers (without its one-stream
+//! martingale, which no merge keeps).
 //!
 //! # Limits and adversaries
 //!
