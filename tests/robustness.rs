@@ -1298,7 +1298,8 @@ proptest! {
     fn cm_arbitrary_bytes_never_panic(
         bytes in proptest::collection::vec(any::<u8>(), 0..600),
         body in proptest::collection::vec(any::<u8>(), 0..600),
-        width in 0_u32..20, depth in 0_u8..5, update in 0_u8..3, total in 0_u64..50,
+        width in 0_u32..20, depth in 0_u8..5, update in prop_oneof![Just(0x80_u8), Just(0x81), any::<u8>()],
+        total in 0_u64..50,
         counters in proptest::collection::vec(0_u64..50, 0..60),
     ) {
         check_cm(&bytes)?;
@@ -1319,25 +1320,28 @@ proptest! {
 
 #[test]
 fn cm_crafted_invalid_fields_are_rejected() -> TestResult {
-    let valid = envelope(CM, &cm_body(2, 1, 0, 0, 3, &[1, 2]));
+    let valid = envelope(CM, &cm_body(2, 1, 0x80, 0, 3, &[1, 2]));
     assert_eq!(CountMin::from_bytes(&valid)?.total(), 3, "the control decodes");
     for (what, body, field) in [
-        ("width 0", cm_body(0, 1, 0, 0, 0, &[]), "width and depth"),
-        ("depth 0", cm_body(2, 0, 0, 0, 0, &[]), "width and depth"),
-        ("depth 33", cm_body(2, 33, 0, 0, 0, &[0; 66]), "width and depth"),
-        ("2^28 counters", cm_body(1 << 23, 32, 0, 0, 0, &[]), "width and depth"),
-        ("update 2", cm_body(2, 1, 2, 0, 3, &[1, 2]), "update"),
-        ("standard row sum below the total", cm_body(2, 1, 0, 0, 4, &[1, 2]), "counters"),
-        ("standard row sum above the total", cm_body(2, 1, 0, 0, 2, &[1, 2]), "counters"),
-        ("conservative counter above the total", cm_body(2, 1, 1, 0, 2, &[0, 3]), "counters"),
-        ("conservative row above the total", cm_body(2, 1, 1, 0, 3, &[2, 2]), "counters"),
+        ("width 0", cm_body(0, 1, 0x80, 0, 0, &[]), "width and depth"),
+        ("depth 0", cm_body(2, 0, 0x80, 0, 0, &[]), "width and depth"),
+        ("depth 33", cm_body(2, 33, 0x80, 0, 0, &[0; 66]), "width and depth"),
+        ("2^28 counters", cm_body(1 << 23, 32, 0x80, 0, 0, &[]), "width and depth"),
+        ("update 2", cm_body(2, 1, 0x82, 0, 3, &[1, 2]), "update"),
+        // The double-hashed rows of a layout that was never published: refused, not guessed.
+        ("standard, double-hashed rows", cm_body(2, 1, 0, 0, 3, &[1, 2]), "update"),
+        ("conservative, double-hashed rows", cm_body(2, 1, 1, 0, 2, &[1, 2]), "update"),
+        ("standard row sum below the total", cm_body(2, 1, 0x80, 0, 4, &[1, 2]), "counters"),
+        ("standard row sum above the total", cm_body(2, 1, 0x80, 0, 2, &[1, 2]), "counters"),
+        ("conservative counter above the total", cm_body(2, 1, 0x81, 0, 2, &[0, 3]), "counters"),
+        ("conservative row above the total", cm_body(2, 1, 0x81, 0, 3, &[2, 2]), "counters"),
     ] {
         let r = CountMin::from_bytes(&envelope(CM, &body));
         assert!(is_invalid_field(&r, field), "{what}: {r:?}");
     }
-    let truncated = CountMin::from_bytes(&envelope(CM, &cm_body(2, 2, 0, 0, 3, &[1, 2, 3])));
+    let truncated = CountMin::from_bytes(&envelope(CM, &cm_body(2, 2, 0x80, 0, 3, &[1, 2, 3])));
     assert!(matches!(truncated, Err(DecodeError::Truncated { .. })), "{truncated:?}");
-    let trailing = CountMin::from_bytes(&envelope(CM, &cm_body(1, 1, 0, 0, 3, &[3, 0])));
+    let trailing = CountMin::from_bytes(&envelope(CM, &cm_body(1, 1, 0x80, 0, 3, &[3, 0])));
     assert_eq!(trailing, Err(DecodeError::TrailingBytes(8)));
     Ok(())
 }
@@ -1345,7 +1349,7 @@ fn cm_crafted_invalid_fields_are_rejected() -> TestResult {
 #[test]
 fn cm_decoding_allocates_in_proportion_to_its_input() {
     // 34 bytes of body claiming 2^27 counters (1 GiB).
-    let bytes = envelope(CM, &cm_body(1 << 22, 32, 0, 0, 0, &[]));
+    let bytes = envelope(CM, &cm_body(1 << 22, 32, 0x80, 0, 0, &[]));
     let (r, largest, _) = measured(|| CountMin::from_bytes(&bytes));
     assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
     assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());

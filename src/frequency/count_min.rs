@@ -57,9 +57,6 @@ pub struct CountMin {
     depth: u32,
     seed: u64,
     update: Update,
-    /// Rows indexed by double hashing, as in the first format that landed (update byte without
-    /// the 0x80 flag): decoded, such sketches keep working, and merge only with their like.
-    double_hashed: bool,
     total: u64,
     /// Row-major: row `r` is `counters[r * width..(r + 1) * width]`.
     counters: Box<[u64]>,
@@ -160,7 +157,7 @@ impl CountMin {
             return Err(ConfigError::new("width", width, "at most 2^27 counters in all (width × depth)"));
         }
         let counters = alloc::zeroed(width as usize * depth as usize, "width", width)?.into_boxed_slice();
-        Ok(Self { width, depth, seed, update, double_hashed: false, total: 0, counters })
+        Ok(Self { width, depth, seed, update, total: 0, counters })
     }
 
     /// Counters per row.
@@ -282,7 +279,7 @@ impl CountMin {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn observe_all<T: Hashable, I: IntoIterator<Item = T>>(&mut self, items: I) {
-        if self.update == Update::Conservative || self.double_hashed {
+        if self.update == Update::Conservative {
             items.into_iter().for_each(|item| self.observe(item));
             return;
         }
@@ -353,10 +350,6 @@ impl CountMin {
     /// ```
     #[inline]
     pub fn observe_hash_weighted(&mut self, hash: u64, count: u64) {
-        if self.double_hashed {
-            self.observe_double_hashed(hash, count);
-            return;
-        }
         let total = self.total.checked_add(count);
         self.total = total.unwrap_or(u64::MAX);
         match (self.update, total) {
@@ -408,10 +401,6 @@ impl CountMin {
     /// ```
     #[inline]
     pub fn estimate_hash(&self, hash: u64) -> u64 {
-        if self.double_hashed {
-            return double_hashed_cells(hash, self.width, self.depth)
-                .fold(u64::MAX, |min, cell| min.min(self.counters.get(cell).copied().unwrap_or(u64::MAX)));
-        }
         with_const_depth!(self.depth, min_of_cells(&self.counters, hash, self.width, self.depth))
     }
 
@@ -482,7 +471,6 @@ impl CountMin {
         MergeError::check("width", self.width, other.width)?;
         MergeError::check("depth", self.depth, other.depth)?;
         MergeError::check("seed", self.seed, other.seed)?;
-        MergeError::check("double-hashed rows (an older encoding)", self.double_hashed, other.double_hashed)?;
         if same_update && self.update != other.update {
             return Err(MergeError::new("update", format!("{:?}", self.update), format!("{:?}", other.update)));
         }
@@ -532,10 +520,10 @@ impl CountMin {
 
     /// Encodes the sketch in the crate's [binary format](crate::codec), family code 3.
     ///
-    /// Body: width (u32), depth (u8), update rule (u8: 0 standard, 1 conservative, plus 0x80
-    /// for rows indexed as this version does; without it, the rows are double-hashed as in the
-    /// first format that landed, and still decode), seed (u64), total (u64), then the
-    /// `width × depth` counters (u64 each), row by row.
+    /// Body: width (u32), depth (u8), update rule (u8: 0x80 for standard, 0x81 for
+    /// conservative), seed (u64), total (u64), then the `width × depth` counters (u64 each),
+    /// row by row. (The 0x80 bit marks the rows' indexing; bytes without it were never
+    /// published and are refused.)
     ///
     /// ```
     /// use synopses::frequency::CountMin;
@@ -552,7 +540,7 @@ impl CountMin {
             Update::Standard => 0,
             Update::Conservative => 1,
         };
-        w.put_u8(if self.double_hashed { rule } else { rule | INDEPENDENT_ROWS });
+        w.put_u8(rule | INDEPENDENT_ROWS);
         w.put_u64(self.seed);
         w.put_u64(self.total);
         let out = w.put_zeroed(8 * self.counters.len());
@@ -580,10 +568,13 @@ impl CountMin {
         let width = r.u32()?;
         let depth = u32::from(r.u8()?);
         let rule = r.u8()?;
+        if rule & INDEPENDENT_ROWS == 0 {
+            return Err(DecodeError::InvalidField { field: "update", reason: "rows of a layout never published" });
+        }
         let update = match rule & !INDEPENDENT_ROWS {
             0 => Update::Standard,
             1 => Update::Conservative,
-            _ => return Err(DecodeError::InvalidField { field: "update", reason: "neither 0 nor 1" }),
+            _ => return Err(DecodeError::InvalidField { field: "update", reason: "neither 0x80 nor 0x81" }),
         };
         let seed = r.u64()?;
         let total = r.u64()?;
@@ -600,7 +591,6 @@ impl CountMin {
         }
         r.finish()?;
         cm.total = total;
-        cm.double_hashed = rule & INDEPENDENT_ROWS == 0;
         for row in cm.counters.chunks_exact(width as usize) {
             let sum: u128 = row.iter().map(|&c| u128::from(c)).sum();
             let consistent = match update {
@@ -620,7 +610,8 @@ impl CountMin {
     }
 }
 
-/// The flag of the update byte that marks this version's row indexing.
+/// The flag of the update byte that marks the rows' indexing by [`derived_index`]. It is
+/// required: the bytes without it (rows indexed by double hashing) were never published.
 const INDEPENDENT_ROWS: u8 = 0x80;
 
 /// The column of an item's hash in each row: [`derived_index`] `row` of the hash, onto
@@ -647,35 +638,6 @@ impl Iterator for Columns {
         let column = derived_index(self.hash, self.row, self.width);
         self.row += 1;
         Some(column)
-    }
-}
-
-/// The cells of an item in a sketch decoded from the first landed format, whose
-/// rows were indexed by double hashing, `g_i = h1 + i·h2` over the hash's two 32-bit halves
-/// (odd `h2`), mapped onto `0..width` by a multiply-shift. Off the hot path: such sketches
-/// go through here only so that they keep answering as they did.
-fn double_hashed_cells(hash: u64, width: u32, depth: u32) -> impl Iterator<Item = usize> {
-    let step = (hash >> 32) as u32 | 1;
-    (0..depth).map(move |row| {
-        let g = (hash as u32).wrapping_add(step.wrapping_mul(row));
-        row as usize * width as usize + ((u64::from(g) * u64::from(width)) >> 32) as usize
-    })
-}
-
-impl CountMin {
-    /// An observation into a double-hashed sketch (see [`double_hashed_cells`]).
-    #[cold]
-    fn observe_double_hashed(&mut self, hash: u64, count: u64) {
-        self.total = self.total.saturating_add(count);
-        let target = match self.update {
-            Update::Standard => None,
-            Update::Conservative => Some(self.estimate_hash(hash).saturating_add(count)),
-        };
-        for cell in double_hashed_cells(hash, self.width, self.depth) {
-            if let Some(c) = self.counters.get_mut(cell) {
-                *c = target.map_or_else(|| c.saturating_add(count), |t| (*c).max(t));
-            }
-        }
     }
 }
 
@@ -773,7 +735,6 @@ impl fmt::Debug for CountMin {
             .field("depth", &self.depth)
             .field("seed", &self.seed)
             .field("update", &self.update)
-            .field("double_hashed", &self.double_hashed)
             .field("total", &self.total)
             .finish()
     }
