@@ -389,8 +389,11 @@ fn count_min_tail(trials: usize) -> Result<Csv, Box<dyn Error>> {
                 let mut epsilon_delta = (0.0, 0.0);
                 for t in 0..trials {
                     let seed = 0xC300_0000 + t as u64;
-                    let mut standard = CountMin::with_params(width, depth, seed, Update::Standard)?;
-                    let mut conservative = CountMin::with_params(width, depth, seed, Update::Conservative)?;
+                    let mut standard = CountMin::with_seed(width as usize, depth, seed)?;
+                    let mut conservative = CountMin::builder(width as usize, depth)
+                        .seed(seed)
+                        .update_rule(Update::Conservative)
+                        .build()?;
                     standard.observe_all(stream.iter().copied());
                     conservative.observe_all(stream.iter().copied());
                     let threshold = standard.epsilon() * n;
@@ -475,7 +478,7 @@ fn count_min_row(trials: usize) -> Result<Csv, Box<dyn Error>> {
             let w = f64::from(width);
             let mut sums = [0_u64; 5];
             for t in 0..seeds {
-                let mut row = CountMin::with_params(width, 1, 0xC400_0000 + t as u64, Update::Standard)?;
+                let mut row = CountMin::with_seed(width as usize, 1, 0xC400_0000 + t as u64)?;
                 row.observe_all(stream.iter().copied());
                 for (sum, &(key, _)) in sums.iter_mut().zip(&keys) {
                     let count = f.get(key as usize).copied().unwrap_or(0);
@@ -638,7 +641,7 @@ fn count_min_pairs(trials: usize) -> Result<Csv, Box<dyn Error>> {
         for (&depth, &integral) in DEPTHS.iter().zip(&integrals) {
             let mut crate_hits = Vec::with_capacity(seeds);
             for t in 0..seeds {
-                let mut sketch = CountMin::with_params(width, depth, pair_seed(t), Update::Standard)?;
+                let mut sketch = CountMin::with_seed(width as usize, depth, pair_seed(t))?;
                 sketch.observe_weighted(u64::MAX, 1_000);
                 let threshold = sketch.epsilon() * sketch.total() as f64;
                 crate_hits.push((0..PAIR_QUERIES).filter(|&q| sketch.estimate(q) as f64 > threshold).count() as u64);
@@ -729,7 +732,7 @@ fn counting_saturation(trials: usize) -> Result<Csv, Box<dyn Error>> {
                 *total += filter.saturated_counters();
             }
         }
-        let max = u64::from(width.max());
+        let max = width.max();
         for ((&n, &total), &load) in checkpoints.iter().zip(&saturated).zip(loads) {
             let measured = total as f64 / (counters as f64 * trials as f64);
             let tail = binomial_tail(u64::from(HASHES) * n, 1.0 / counters as f64, max);

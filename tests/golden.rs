@@ -259,10 +259,19 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
 
     // Count-Min of both rules over a skewed stream: key k occurs 1000 / (k + 1) times.
     let skewed = || (0..1000_u64).flat_map(|k| std::iter::repeat_n(k, (1000 / (k + 1)) as usize));
-    let mut cm = CountMin::with_params(64, 3, DEFAULT_SEED, Update::Standard)?;
+    let mut cm = CountMin::new(64, 3)?;
     cm.observe_all(skewed());
-    let mut cu = CountMin::with_params(64, 3, 5, Update::Conservative)?;
+    let mut cu = CountMin::builder(64, 3).seed(5).update_rule(Update::Conservative).build()?;
     cu.observe_all(skewed());
+    // The same with narrow counters: 8-bit ones, some saturated (key 0 alone is 1000), and
+    // 16-bit conservative ones, none saturated.
+    let mut cm8 = CountMin::builder(64, 3).counter_width(CounterWidth::Eight).build()?;
+    cm8.observe_all(skewed());
+    assert!(cm8.saturated_counters() > 0);
+    let cu_builder = CountMin::builder(64, 3).seed(5).update_rule(Update::Conservative);
+    let mut cu16 = cu_builder.counter_width(CounterWidth::Sixteen).build()?;
+    cu16.observe_all(skewed());
+    assert_eq!(cu16.saturated_counters(), 0);
 
     // A 1 % filter for 500 items holding 400, and one whose length is not a multiple of 64.
     let mut bloom = Bloom::with_false_positive_rate(500, 0.01)?;
@@ -333,6 +342,8 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
         ("fm_16_seed99.bin", Sketch::Fm(fm16)),
         ("cm_64x3.bin", Sketch::Cm(cm)),
         ("cu_64x3_seed5.bin", Sketch::Cm(cu)),
+        ("cm_64x3_8bit.bin", Sketch::Cm(cm8)),
+        ("cu_64x3_seed5_16bit.bin", Sketch::Cm(cu16)),
         ("bloom_500_1pct.bin", Sketch::Bloom(bloom)),
         ("bloom_100x3_seed8.bin", Sketch::Bloom(odd)),
         ("hh_8_strings.bin", Sketch::Hh(hh)),
@@ -451,7 +462,7 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
                 10 + 8 * usize::from(h.martingale_estimate().is_some()) + (1usize << h.precision()) / 4 * 3
             }
             Sketch::Fm(f) => 9 + 4 * f.bitmaps(),
-            Sketch::Cm(c) => 22 + 8 * c.width() as usize * c.depth() as usize,
+            Sketch::Cm(c) => 22 + c.counter_width().bits() as usize / 8 * c.width() * c.depth() as usize,
             Sketch::Bloom(b) => 17 + 8 * b.bits().div_ceil(64) as usize,
             Sketch::Hh(h) => {
                 // A seed other than the default follows the capacity.
@@ -524,6 +535,8 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("fm_16_seed99.bin", 0x40357AE8506BED20),                       // 21.480107332562625
     ("cm_64x3.bin", 0x406B600000000000),                            // 219
     ("cu_64x3_seed5.bin", 0x405F400000000000),                      // 125
+    ("cm_64x3_8bit.bin", 0x406B600000000000),                       // 219
+    ("cu_64x3_seed5_16bit.bin", 0x405F400000000000),                // 125
     ("bloom_500_1pct.bin", 0x4078E0D36A427B56),                     // 398.0516150090165
     ("bloom_100x3_seed8.bin", 0x40092646957E015D),                  // 3.1436893157080434
     ("hh_8_strings.bin", 0x407C800000000000),                       // 456

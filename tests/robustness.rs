@@ -1143,7 +1143,7 @@ mod serde_json_input {
             let back: FlajoletMartin = serde_json::from_str(&json)?;
             assert_eq!(back, fm);
         }
-        let mut cm = CountMin::with_params(50, 3, 4, Update::Conservative)?;
+        let mut cm = CountMin::builder(50, 3).seed(4).update_rule(Update::Conservative).build()?;
         cm.observe_all(0..1000_u64);
         let back: CountMin = serde_json::from_str(&serde_json::to_string(&cm)?)?;
         assert_eq!(back, cm);
@@ -1260,13 +1260,18 @@ mod serde_json_input {
 // Count-Min
 // ---------------------------------------------------------------------------------------------
 
-/// A Count-Min body: width, depth, update byte, seed, total, counters.
+/// A Count-Min body: width, depth, update byte, seed, total, counters, each of the width the
+/// update byte's bits 6..4 name (code 0 → 8 bytes, 1 → 4, 2 → 2, 3 → 1; 8 for the others).
 fn cm_body(width: u32, depth: u8, update: u8, seed: u64, total: u64, counters: &[u64]) -> Vec<u8> {
     let mut body = width.to_le_bytes().to_vec();
     body.extend_from_slice(&[depth, update]);
     body.extend_from_slice(&seed.to_le_bytes());
     body.extend_from_slice(&total.to_le_bytes());
-    counters.iter().for_each(|c| body.extend_from_slice(&c.to_le_bytes()));
+    let bytes = match update >> 4 & 0x07 {
+        code @ 0..=3 => 8 >> code,
+        _ => 8,
+    };
+    counters.iter().for_each(|c| body.extend_from_slice(&c.to_le_bytes()[..bytes]));
     body
 }
 
@@ -1281,11 +1286,21 @@ fn check_cm(bytes: &[u8]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// Real Count-Min encodings of both rules, small enough to mutate quickly.
+/// Real Count-Min encodings of both rules and every counter width, small enough to mutate
+/// quickly (the 8-bit ones with saturated counters).
 fn real_cm_encodings() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    for (width, depth, update) in [(1, 1, Update::Standard), (7, 3, Update::Conservative), (64, 4, Update::Standard)] {
-        let mut cm = CountMin::with_params(width, depth, 11, update).expect("valid parameters");
+    for (width, depth, update, counters) in [
+        (1, 1, Update::Standard, CounterWidth::SixtyFour),
+        (7, 3, Update::Conservative, CounterWidth::SixtyFour),
+        (64, 4, Update::Standard, CounterWidth::SixtyFour),
+        (5, 2, Update::Standard, CounterWidth::Eight),
+        (6, 3, Update::Conservative, CounterWidth::Eight),
+        (9, 2, Update::Standard, CounterWidth::Sixteen),
+        (9, 2, Update::Conservative, CounterWidth::ThirtyTwo),
+    ] {
+        let builder = CountMin::builder(width, depth).seed(11).update_rule(update).counter_width(counters);
+        let mut cm = builder.build().expect("valid parameters");
         out.push(cm.to_bytes());
         (0..200_u64).for_each(|i| cm.observe_weighted(i % 13, i));
         out.push(cm.to_bytes());
@@ -1298,7 +1313,8 @@ proptest! {
     fn cm_arbitrary_bytes_never_panic(
         bytes in proptest::collection::vec(any::<u8>(), 0..600),
         body in proptest::collection::vec(any::<u8>(), 0..600),
-        width in 0_u32..20, depth in 0_u8..5, update in prop_oneof![Just(0x80_u8), Just(0x81), any::<u8>()],
+        width in 0_u32..20, depth in 0_u8..5,
+        update in prop_oneof![Just(0x80_u8), Just(0x81), Just(0xB0), Just(0xA1), Just(0x91), any::<u8>()],
         total in 0_u64..50,
         counters in proptest::collection::vec(0_u64..50, 0..60),
     ) {
@@ -1335,9 +1351,23 @@ fn cm_crafted_invalid_fields_are_rejected() -> TestResult {
         ("standard row sum above the total", cm_body(2, 1, 0x80, 0, 2, &[1, 2]), "counters"),
         ("conservative counter above the total", cm_body(2, 1, 0x81, 0, 2, &[0, 3]), "counters"),
         ("conservative row above the total", cm_body(2, 1, 0x81, 0, 3, &[2, 2]), "counters"),
+        ("counter width code 4", cm_body(2, 1, 0xC0, 0, 3, &[1, 2]), "counter width"),
+        ("bits 3..1 set", cm_body(2, 1, 0x88, 0, 3, &[1, 2]), "update"),
+        // 8-bit counters (code 3): a saturated counter (255) lost at least what passed 255.
+        ("8-bit row below the total", cm_body(2, 1, 0xB0, 0, 141, &[100, 40]), "counters"),
+        ("8-bit saturated row above the total", cm_body(2, 1, 0xB0, 0, 290, &[255, 40]), "counters"),
+        ("8-bit counter above the total", cm_body(2, 1, 0xB1, 0, 100, &[255, 0]), "counters"),
     ] {
         let r = CountMin::from_bytes(&envelope(CM, &body));
         assert!(is_invalid_field(&r, field), "{what}: {r:?}");
+    }
+    for (what, body) in [
+        ("8-bit, exact", cm_body(2, 1, 0xB0, 0, 140, &[100, 40])),
+        ("8-bit, one saturated", cm_body(2, 1, 0xB0, 0, 300, &[255, 40])),
+        ("16-bit conservative", cm_body(2, 1, 0xA1, 0, 300, &[100, 40])),
+        ("32-bit", cm_body(2, 1, 0x90, 0, 7, &[3, 4])),
+    ] {
+        assert!(CountMin::from_bytes(&envelope(CM, &body)).is_ok(), "{what}");
     }
     let truncated = CountMin::from_bytes(&envelope(CM, &cm_body(2, 2, 0x80, 0, 3, &[1, 2, 3])));
     assert!(matches!(truncated, Err(DecodeError::Truncated { .. })), "{truncated:?}");
@@ -1361,6 +1391,12 @@ fn cm_invalid_parameters_are_config_errors() {
         let err = CountMin::new(width, depth).expect_err("invalid size");
         assert_eq!(err.parameter(), parameter, "{width} × {depth}");
     }
+    // 1 GiB of counters at most, whatever their width: 2^30 8-bit ones, 2^27 64-bit ones.
+    let eight_bit = |width| CountMin::builder(width, 1).counter_width(CounterWidth::Eight).build();
+    assert!(eight_bit(1 << 30).is_ok());
+    assert_eq!(eight_bit((1 << 30) + 1).map_err(|e| e.parameter()).err(), Some("width"));
+    let four_bit = CountMin::builder(8, 1).counter_width(CounterWidth::Four).build();
+    assert_eq!(four_bit.map_err(|e| e.parameter()).err(), Some("counter_width"));
     for (epsilon, delta, parameter) in [
         (f64::NAN, 0.1, "epsilon"),
         (0.0, 0.1, "epsilon"),
@@ -1380,18 +1416,20 @@ fn cm_invalid_parameters_are_config_errors() {
 
 #[test]
 fn cm_mismatched_merges_fail_and_change_nothing() -> TestResult {
-    let mut a = CountMin::with_params(64, 3, 1, Update::Standard)?;
+    let mut a = CountMin::with_seed(64, 3, 1)?;
     a.observe_all(0..100_u64);
     let before = a.clone();
     for (other, parameter) in [
-        (CountMin::with_params(65, 3, 1, Update::Standard)?, "width"),
-        (CountMin::with_params(64, 4, 1, Update::Standard)?, "depth"),
-        (CountMin::with_params(64, 3, 2, Update::Standard)?, "seed"),
-        (CountMin::with_params(64, 3, 1, Update::Conservative)?, "update"),
+        (CountMin::with_seed(65, 3, 1)?, "width"),
+        (CountMin::with_seed(64, 4, 1)?, "depth"),
+        (CountMin::with_seed(64, 3, 2)?, "seed"),
+        (CountMin::builder(64, 3).seed(1).update_rule(Update::Conservative).build()?, "update"),
+        (CountMin::builder(64, 3).seed(1).counter_width(CounterWidth::ThirtyTwo).build()?, "counter width"),
     ] {
         assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
         assert_eq!(a, before);
-        if parameter != "update" {
+        // An inner product needs only the same rows and columns.
+        if parameter != "update" && parameter != "counter width" {
             assert_eq!(a.inner_product(&other).map_err(|e| e.parameter()), Err(parameter));
         }
     }

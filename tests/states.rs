@@ -425,7 +425,7 @@ impl Reachable for CountMin {
     }
 
     fn answers(&self) -> Vec<f64> {
-        let mut out = vec![self.total() as f64, self.epsilon(), self.delta()];
+        let mut out = vec![self.total() as f64, self.epsilon(), self.delta(), self.saturated_counters() as f64];
         for item in 0..12_u64 {
             let b = self.bounds(item);
             out.extend([self.estimate(item) as f64, b.lower, b.upper]);
@@ -484,13 +484,19 @@ impl Reachable for HeavyHitters<u64> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
+    /// Every counter width; at 8 and 16 bits the counts of `count()` and the self-merges
+    /// saturate counters long before the total.
     #[test]
     fn cm_states_are_valid(
-        width in 1_u32..64, depth in 1_u32..6, conservative in any::<bool>(), seed in any::<u64>(),
+        width in 1_usize..64, depth in 1_u32..6, conservative in any::<bool>(), seed in any::<u64>(),
+        counters in prop_oneof![
+            Just(CounterWidth::Eight), Just(CounterWidth::Sixteen), Just(CounterWidth::ThirtyTwo), Just(CounterWidth::SixtyFour)
+        ],
         ops in prop::collection::vec(CountMin::op(), 0..16),
     ) {
         let update = if conservative { Update::Conservative } else { Update::Standard };
-        run(CountMin::with_params(width, depth, seed, update).expect("valid parameters"), &ops)?;
+        let empty = CountMin::builder(width, depth).seed(seed).update_rule(update).counter_width(counters).build();
+        run(empty.expect("valid parameters"), &ops)?;
     }
 
     #[test]
@@ -503,9 +509,17 @@ proptest! {
 fn counts_saturate_at_u64_max() -> Result<(), TestCaseError> {
     let saturate = [Freq::Observe(1, u64::MAX), Freq::Observe(2, u64::MAX), Freq::Observe(1, 5), Freq::MergeSelf(70)];
     for update in [Update::Standard, Update::Conservative] {
-        let cm = run(CountMin::with_params(4, 3, 9, update).expect("valid parameters"), &saturate)?;
+        let cm =
+            run(CountMin::builder(4, 3).seed(9).update_rule(update).build().expect("valid parameters"), &saturate)?;
         assert_eq!((cm.total(), cm.estimate(1_u64)), (u64::MAX, u64::MAX));
         assert_eq!(cm.inner_product(&cm), Ok(u64::MAX));
+        // Narrow counters saturate at their maximum, long before the total, and stay there.
+        let narrow = CountMin::builder(4, 3).seed(9).update_rule(update).counter_width(CounterWidth::Eight);
+        let cm = run(narrow.build().expect("valid parameters"), &[Freq::Observe(1, 200), Freq::Observe(1, 100)])?;
+        assert_eq!((cm.total(), cm.estimate(1_u64), cm.bounds(1_u64).upper), (300, 255, 300.0));
+        assert!(cm.saturated_counters() >= 3);
+        let cm = run(cm, &saturate)?;
+        assert_eq!((cm.total(), cm.estimate(1_u64)), (u64::MAX, 255));
     }
     let hh = run(HeavyHitters::<u64>::new(2).expect("a valid capacity"), &saturate)?;
     assert_eq!(hh.total(), u64::MAX);
@@ -628,7 +642,7 @@ impl Reachable for CountingBloom {
             self.false_positive_rate(),
             self.expected_false_positive_rate(u64::MAX),
         ];
-        out.extend((0..40_u64).map(|i| f64::from(self.estimate(i))));
+        out.extend((0..40_u64).map(|i| self.estimate(i) as f64));
         out
     }
 
@@ -1133,7 +1147,7 @@ fn partitions_too_large_to_allocate_are_refused() -> Result<(), Box<dyn std::err
 
 #[test]
 fn absurd_sizes_are_config_errors() {
-    assert!(CountMin::new(u32::MAX, 32).is_err());
+    assert!(CountMin::new(usize::MAX, 32).is_err());
     assert!(Bloom::new(u64::MAX, 3).is_err());
     assert!(CountingBloom::new(u64::MAX, 3).is_err());
     assert!(HeavyHitters::<u64>::new(usize::MAX).is_err());

@@ -8,74 +8,10 @@ use super::bloom::{MAX_HASHES, Positions, optimal_size};
 use crate::codec::{Family, Reader, Writer, serde_via_bytes};
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, RemoveError, alloc, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
-use crate::membership::Bloom;
+use crate::membership::{Bloom, CounterWidth};
 
 /// The most bits of counters a filter may hold: 2^33, one GiB (2^31 four-bit counters).
 const MAX_COUNTER_BITS: u64 = 1 << 33;
-
-/// How many bits each counter of a [`CountingBloom`] has, and so where it saturates.
-///
-/// | width | saturates at | memory at 1 %, per item | use it for |
-/// |---|---|---|---|
-/// | [`Four`](Self::Four) (default) | 15 | 4.8 bytes | sets: every item inserted once at a time |
-/// | [`Eight`](Self::Eight) | 255 | 9.6 bytes | multisets with moderate repeats |
-/// | [`Sixteen`](Self::Sixteen) | 65 535 | 19.2 bytes | multisets with heavy repeats |
-///
-/// ```
-/// use synopses::membership::CounterWidth;
-///
-/// assert_eq!((CounterWidth::Four.bits(), CounterWidth::Four.max()), (4, 15));
-/// assert_eq!(CounterWidth::Sixteen.max(), 65_535);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CounterWidth {
-    /// 4-bit counters: enough for sets (Fan et al.; see the [family docs](super)).
-    Four,
-    /// 8-bit counters.
-    Eight,
-    /// 16-bit counters.
-    Sixteen,
-}
-
-impl CounterWidth {
-    /// Bits per counter: 4, 8 or 16.
-    ///
-    /// ```
-    /// # use synopses::membership::CounterWidth;
-    /// assert_eq!(CounterWidth::Eight.bits(), 8);
-    /// ```
-    pub const fn bits(self) -> u32 {
-        1 << self.log2()
-    }
-
-    /// The largest value a counter holds, `2^bits − 1`; a counter that reaches it is
-    /// *saturated* and stays there.
-    ///
-    /// ```
-    /// # use synopses::membership::CounterWidth;
-    /// assert_eq!(CounterWidth::Eight.max(), 255);
-    /// ```
-    pub const fn max(self) -> u32 {
-        (1 << self.bits()) - 1
-    }
-
-    const fn log2(self) -> u32 {
-        match self {
-            Self::Four => 2,
-            Self::Eight => 3,
-            Self::Sixteen => 4,
-        }
-    }
-
-    fn from_bits(bits: u8) -> Option<Self> {
-        match bits {
-            4 => Some(Self::Four),
-            8 => Some(Self::Eight),
-            16 => Some(Self::Sixteen),
-            _ => None,
-        }
-    }
-}
 
 /// A counting Bloom filter: a Bloom filter whose bits are small counters, so items can be
 /// removed as well as inserted. See the [family docs](super).
@@ -150,6 +86,9 @@ impl CountingBloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_params(counters: u64, hashes: u32, width: CounterWidth, seed: u64) -> Result<Self, ConfigError> {
+        if packed_width(width.bits()).is_none() {
+            return Err(ConfigError::new("counter_width", width.bits(), "4, 8 or 16 bits"));
+        }
         if !(1..=MAX_COUNTER_BITS >> width.log2()).contains(&counters) {
             return Err(ConfigError::new("counters", counters, "at least 1, and at most 2^33 bits of counters"));
         }
@@ -333,7 +272,7 @@ impl CountingBloom {
     pub fn observe_hash(&mut self, hash: u64) {
         self.items = self.items.saturating_add(1);
         let log2 = self.width.log2();
-        let max = u64::from(self.width.max());
+        let max = self.width.max();
         for position in Positions::new(hash, self.counters, self.hashes) {
             let (index, shift) = locate(position, log2);
             if let Some(word) = self.words.get_mut(index) {
@@ -382,7 +321,7 @@ impl CountingBloom {
     /// ```
     pub fn remove_hash(&mut self, hash: u64) -> Result<(), RemoveError> {
         let log2 = self.width.log2();
-        let max = u64::from(self.width.max());
+        let max = self.width.max();
         // Decrement as we go, and undo on a zero counter. An item's k positions may repeat
         // (two hashes landing on one counter); its insertion then added 2 there, and going
         // through them in order subtracts 2, failing only if fewer than 2 are left.
@@ -407,7 +346,7 @@ impl CountingBloom {
     #[cold]
     fn undo_removal(&mut self, hash: u64, done: usize) {
         let log2 = self.width.log2();
-        let max = u64::from(self.width.max());
+        let max = self.width.max();
         for position in Positions::new(hash, self.counters, self.hashes).take(done) {
             let (index, shift) = locate(position, log2);
             if let Some(word) = self.words.get_mut(index) {
@@ -446,7 +385,7 @@ impl CountingBloom {
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let log2 = self.width.log2();
-        let max = u64::from(self.width.max());
+        let max = self.width.max();
         // No early exit, as in `Bloom::contains_hash`: the k loads go out together.
         Positions::new(hash, self.counters, self.hashes).fold(true, |all, position| {
             let (index, shift) = locate(position, log2);
@@ -467,7 +406,7 @@ impl CountingBloom {
     /// assert_eq!(f.estimate("z"), 0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn estimate<T: Hashable>(&self, item: T) -> u32 {
+    pub fn estimate<T: Hashable>(&self, item: T) -> u64 {
         Positions::new(item.hash64(self.seed), self.counters, self.hashes)
             .map(|position| self.counter(position))
             .min()
@@ -661,7 +600,7 @@ impl CountingBloom {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::open(bytes, Family::CountingBloom)?;
         let counters = r.u64()?;
-        let width = CounterWidth::from_bits(r.u8()?)
+        let width = packed_width(u32::from(r.u8()?))
             .ok_or(DecodeError::InvalidField { field: "counter width", reason: "not 4, 8 or 16 bits" })?;
         let hashes = u32::from(r.u8()?);
         let seed = r.u64()?;
@@ -699,18 +638,29 @@ impl CountingBloom {
     }
 
     /// Counter `i`.
-    fn counter(&self, i: usize) -> u32 {
+    fn counter(&self, i: usize) -> u64 {
         let (index, shift) = locate(i, self.width.log2());
-        self.words.get(index).map_or(0, |word| (word >> shift & u64::from(self.width.max())) as u32)
+        self.words.get(index).map_or(0, |word| word >> shift & self.width.max())
     }
 
     /// Sets counter `i` to `value`, which must fit in the width.
-    fn set_counter(&mut self, i: usize, value: u32) {
+    fn set_counter(&mut self, i: usize, value: u64) {
         let (index, shift) = locate(i, self.width.log2());
-        let max = u64::from(self.width.max());
+        let max = self.width.max();
         if let Some(word) = self.words.get_mut(index) {
-            *word = *word & !(max << shift) | u64::from(value) << shift;
+            *word = *word & !(max << shift) | value << shift;
         }
+    }
+}
+
+/// The counter width of `bits` bits, for the widths that a filter packs into its words: 4, 8
+/// or 16 bits (wider counters would only waste memory on sets).
+fn packed_width(bits: u32) -> Option<CounterWidth> {
+    match bits {
+        4 => Some(CounterWidth::Four),
+        8 => Some(CounterWidth::Eight),
+        16 => Some(CounterWidth::Sixteen),
+        _ => None,
     }
 }
 

@@ -162,7 +162,9 @@
 //!   to improve chemical retrieval.* J. Chem. Inf. Model. 47(3), 2007 (the item estimate).
 
 mod bloom;
+mod counter_width;
 mod counting_bloom;
 
 pub use bloom::Bloom;
-pub use counting_bloom::{CounterWidth, CountingBloom};
+pub use counter_width::CounterWidth;
+pub use counting_bloom::CountingBloom;
