@@ -434,7 +434,7 @@ fn membership(events: &[u64]) -> Result<(), Box<dyn Error>> {
             ns,
             missed,
             format!("{:.2} %", 100.0 * false_positives as f64 / outside.len() as f64),
-            grouped(filter.saturated_counters()),
+            grouped(filter.saturated_counters() as u64),
             grouped(filter.items()),
         );
         if missed > 0 {

@@ -297,8 +297,8 @@ fn bloom_hashes(trials: usize) -> Result<Csv, Box<dyn Error>> {
     );
     println!("Bloom: false-positive rate against k at fixed m/n (n = {ITEMS})");
     println!("{:>5} {:>3} {:>6} {:>11} {:>11} {:>11}", "m/n", "k", "k_opt", "measured", "formula", "fill^k");
-    for bits_per_item in [5_u64, 10, 15] {
-        let bits = bits_per_item * ITEMS;
+    for bits_per_item in [5_usize, 10, 15] {
+        let bits = bits_per_item * ITEMS as usize;
         let k_opt = bits_per_item as f64 * LN_2;
         for hashes in 1..=16_u32 {
             let mut point = BloomPoint::new();
@@ -702,7 +702,7 @@ fn count_min_pairs(trials: usize) -> Result<Csv, Box<dyn Error>> {
 /// The fraction of saturated counters against the load `λ = kn/m`.
 fn counting_saturation(trials: usize) -> Result<Csv, Box<dyn Error>> {
     const HASHES: u32 = 4;
-    let setups: [(CounterWidth, u64, &[f64]); 2] = [
+    let setups: [(CounterWidth, usize, &[f64]); 2] = [
         (
             CounterWidth::Four,
             10_000,
@@ -722,9 +722,10 @@ fn counting_saturation(trials: usize) -> Result<Csv, Box<dyn Error>> {
     for (width, counters, loads) in setups {
         let checkpoints: Vec<u64> =
             loads.iter().map(|l| (l * counters as f64 / f64::from(HASHES)).round() as u64).collect();
-        let mut saturated = vec![0_u64; checkpoints.len()];
+        let mut saturated = vec![0_usize; checkpoints.len()];
         for t in 0..trials {
-            let mut filter = CountingBloom::with_params(counters, HASHES, width, 0x5A70_0000 + t as u64)?;
+            let mut filter =
+                CountingBloom::builder(counters, HASHES).counter_width(width).seed(0x5A70_0000 + t as u64).build()?;
             let mut inserted = 0;
             for (&n, total) in checkpoints.iter().zip(&mut saturated) {
                 filter.observe_all(inserted..n);
@@ -822,7 +823,7 @@ fn counting_removal(trials: usize) -> Result<Csv, Box<dyn Error>> {
     );
     let mut finals = Vec::with_capacity(trials);
     for t in 0..trials {
-        let filter = CountingBloom::with_params(counters, hashes, CounterWidth::Four, 0xDE1E_0000 + t as u64)?;
+        let filter = CountingBloom::with_seed(counters, hashes, 0xDE1E_0000 + t as u64)?;
         finals.push(run(filter, "seeded", &mut csv)?);
     }
     let removed: Vec<f64> = finals.iter().map(|&(_, r, _)| r as f64).collect();

@@ -856,16 +856,17 @@ fn binomial_tail(n: u64, p: f64, t: u64) -> f64 {
 fn counting_bloom_saturation_matches_the_binomial_tail() {
     let z = bonferroni_z(2);
     for (width, counters, hashes, items, filters) in
-        [(CounterWidth::Four, 10_000_u64, 4_u32, 20_000_u64, 20_u64), (CounterWidth::Eight, 2_000, 4, 115_000, 20)]
+        [(CounterWidth::Four, 10_000_usize, 4_u32, 20_000_u64, 20_u64), (CounterWidth::Eight, 2_000, 4, 115_000, 20)]
     {
         let q = binomial_tail(u64::from(hashes) * items, 1.0 / counters as f64, width.max());
         let mut saturated = 0;
         for t in 0..filters {
-            let mut f = CountingBloom::with_params(counters, hashes, width, 0x5A7_0000 + t).unwrap();
+            let mut f =
+                CountingBloom::builder(counters, hashes).counter_width(width).seed(0x5A7_0000 + t).build().unwrap();
             f.observe_all((0..items).map(|i| i + t * items));
             saturated += f.saturated_counters();
         }
-        let cells = (counters * filters) as f64;
+        let cells = (counters as u64 * filters) as f64;
         let (mean, sd) = (cells * q, (cells * q * (1.0 - q)).sqrt());
         assert!(
             (saturated as f64 - mean).abs() <= z * sd,

@@ -294,7 +294,7 @@ fn fixtures() -> Result<Vec<(&'static str, Sketch)>, Box<dyn Error>> {
     (0..100_u64).try_for_each(|i| counting.remove(i))?;
     (0..20).for_each(|_| counting.observe("hot"));
     assert!(counting.saturated_counters() > 0);
-    let mut wide = CountingBloom::with_params(100, 3, CounterWidth::Eight, 8)?;
+    let mut wide = CountingBloom::builder(100, 3).counter_width(CounterWidth::Eight).seed(8).build()?;
     wide.observe_all(["a", "b", "c", "a"]);
 
     // Seeded samplers: 10 of 0..100 000 uniformly; 5 weighted by 1 + i % 7 of 0..1000; a
@@ -463,13 +463,13 @@ fn fixture_families_and_sizes_follow_the_layout() -> TestResult {
             }
             Sketch::Fm(f) => 9 + 4 * f.bitmaps(),
             Sketch::Cm(c) => 22 + c.counter_width().bits() as usize / 8 * c.width() * c.depth() as usize,
-            Sketch::Bloom(b) => 17 + 8 * b.bits().div_ceil(64) as usize,
+            Sketch::Bloom(b) => 17 + 8 * b.bits().div_ceil(64),
             Sketch::Hh(h) => {
                 // A seed other than the default follows the capacity.
                 let seed = if h.seed() == synopses::hash::DEFAULT_SEED { 0 } else { 8 };
                 24 + seed + h.top(usize::MAX).iter().map(|(item, _)| 4 + item.len() + 8).sum::<usize>()
             }
-            Sketch::Cbf(c) => 26 + 8 * (c.counters() * u64::from(c.counter_width().bits())).div_ceil(64) as usize,
+            Sketch::Cbf(c) => 26 + 8 * (c.counters() * c.counter_width().bits() as usize).div_ceil(64),
             Sketch::Res(r) => 32 + 16 * r.len(),
             Sketch::Wres(w) => 40 + 24 * w.len(),
             // The priority sample keeps one item more than its capacity, for the threshold.

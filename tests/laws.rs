@@ -94,7 +94,7 @@ impl Subject for Bloom {
         Bloom::from_bytes(&self.to_bytes()).expect("own encoding decodes")
     }
     fn state_estimate(&self) -> u64 {
-        self.set_bits()
+        self.set_bits() as u64
     }
 }
 
@@ -106,7 +106,7 @@ impl Subject for CountingBloom {
         CountingBloom::from_bytes(&self.to_bytes()).expect("own encoding decodes")
     }
     fn state_estimate(&self) -> u64 {
-        (0..8_u64).fold(self.nonzero_counters() << 32 | self.saturated_counters(), |acc, k| {
+        (0..8_u64).fold((self.nonzero_counters() << 32 | self.saturated_counters()) as u64, |acc, k| {
             acc.rotate_left(7) ^ self.estimate(k)
         })
     }
@@ -318,25 +318,25 @@ proptest! {
     }
 
     #[test]
-    fn bloom_partition_law(bits in 1_u64..5000, hashes in 1_u32..12, seed in any::<u64>(), items in items(), cuts in cuts()) {
+    fn bloom_partition_law(bits in 1_usize..5000, hashes in 1_u32..12, seed in any::<u64>(), items in items(), cuts in cuts()) {
         partition_law(&Bloom::with_seed(bits, hashes, seed).unwrap(), &items, &cuts)?;
     }
 
     #[test]
-    fn bloom_algebra(bits in 1_u64..5000, hashes in 1_u32..12, a in items(), b in items(), c in items()) {
+    fn bloom_algebra(bits in 1_usize..5000, hashes in 1_u32..12, a in items(), b in items(), c in items()) {
         algebra_laws(&Bloom::new(bits, hashes).unwrap(), &a, &b, &c, true)?;
     }
 
     /// Small filters with up to 1500 items saturate many 4-bit and some 8-bit counters, so the
     /// laws are checked across saturation: `min(a + b, max)` is what one pass gives.
     #[test]
-    fn counting_bloom_partition_law(counters in 1_u64..2000, hashes in 1_u32..12, width in widths(), seed in any::<u64>(), items in items(), cuts in cuts()) {
-        partition_law(&CountingBloom::with_params(counters, hashes, width, seed).unwrap(), &items, &cuts)?;
+    fn counting_bloom_partition_law(counters in 1_usize..2000, hashes in 1_u32..12, width in widths(), seed in any::<u64>(), items in items(), cuts in cuts()) {
+        partition_law(&CountingBloom::builder(counters, hashes).counter_width(width).seed(seed).build().unwrap(), &items, &cuts)?;
     }
 
     #[test]
-    fn counting_bloom_algebra(counters in 1_u64..2000, hashes in 1_u32..12, width in widths(), a in items(), b in items(), c in items()) {
-        algebra_laws(&CountingBloom::with_params(counters, hashes, width, 3).unwrap(), &a, &b, &c, false)?;
+    fn counting_bloom_algebra(counters in 1_usize..2000, hashes in 1_u32..12, width in widths(), a in items(), b in items(), c in items()) {
+        algebra_laws(&CountingBloom::builder(counters, hashes).counter_width(width).seed(3).build().unwrap(), &a, &b, &c, false)?;
     }
 
     /// Any sequence of inserts and removes, against an exact multiset. Removing an item that
@@ -347,10 +347,10 @@ proptest! {
     /// `removing_false_positives_is_outside_the_contract` below shows what it costs.
     #[test]
     fn counting_bloom_against_a_multiset(
-        counters in 1_u64..400, hashes in 1_u32..10, width in widths(),
+        counters in 1_usize..400, hashes in 1_u32..10, width in widths(),
         ops in prop::collection::vec((any::<bool>(), 0..60_u64), 0..1500),
     ) {
-        let mut filter = CountingBloom::with_params(counters, hashes, width, 11).unwrap();
+        let mut filter = CountingBloom::builder(counters, hashes).counter_width(width).seed(11).build().unwrap();
         let mut model: HashMap<u64, u32> = HashMap::new();
         for (insert, x) in ops {
             let held = model.get(&x).copied().unwrap_or(0);
@@ -389,8 +389,8 @@ proptest! {
     /// Converting between widths keeps every member, and widening then narrowing back is the
     /// identity.
     #[test]
-    fn counting_bloom_width_conversions(counters in 1_u64..400, hashes in 1_u32..8, from in widths(), to in widths(), items in items()) {
-        let filter = observed(&CountingBloom::with_params(counters, hashes, from, 5).unwrap(), &items);
+    fn counting_bloom_width_conversions(counters in 1_usize..400, hashes in 1_u32..8, from in widths(), to in widths(), items in items()) {
+        let filter = observed(&CountingBloom::builder(counters, hashes).counter_width(from).seed(5).build().unwrap(), &items);
         let converted = filter.with_counter_width(to).unwrap();
         prop_assert!(items.iter().all(|&x| converted.contains(x)));
         prop_assert_eq!(converted.to_bloom(), filter.to_bloom());
@@ -402,7 +402,7 @@ proptest! {
 
     /// Against an exact `HashSet`: no false negatives, ever, and an empty filter holds nothing.
     #[test]
-    fn bloom_has_no_false_negatives(bits in 1_u64..20_000, hashes in 1_u32..16, items in prop::collection::vec(any::<u64>(), 0..2000)) {
+    fn bloom_has_no_false_negatives(bits in 1_usize..20_000, hashes in 1_u32..16, items in prop::collection::vec(any::<u64>(), 0..2000)) {
         let empty = Bloom::new(bits, hashes).unwrap();
         prop_assert!(items.iter().all(|x| !empty.contains(x)));
         let filter = observed(&empty, &items);
@@ -1060,7 +1060,7 @@ mod partitioned {
         fn partitioned_runs_equal_one_pass(workers in prop_oneof![Just(1_usize), Just(2), Just(4), Just(8)], items in items()) {
             let hll = HyperLogLog::new(8).unwrap();
             let cm = CountMin::new(64, 3).unwrap();
-            let cbf = CountingBloom::with_params(500, 3, CounterWidth::Four, 1).unwrap();
+            let cbf = CountingBloom::with_seed(500, 3, 1).unwrap();
             macro_rules! every_partitioner {
                 ($proto:expr) => {
                     check_all($proto, KeyGrouping::new(workers).unwrap(), &items)?;

@@ -1157,7 +1157,7 @@ mod serde_json_input {
         let mut hh = HeavyHitters::new(4)?;
         hh.observe_all((0..100_u64).map(|i| format!("k{}", i % 9)));
         assert_eq!(serde_json::from_str::<HeavyHitters<String>>(&serde_json::to_string(&hh)?)?, hh);
-        let mut counting = CountingBloom::with_params(300, 3, CounterWidth::Eight, 4)?;
+        let mut counting = CountingBloom::builder(300, 3).counter_width(CounterWidth::Eight).seed(4).build()?;
         counting.observe_all((0..1000_u64).map(|i| i % 50));
         let json = serde_json::to_string(&counting)?;
         assert_eq!(serde_json::from_str::<CountingBloom>(&json)?, counting);
@@ -1474,7 +1474,7 @@ proptest! {
     }
 
     #[test]
-    fn bloom_every_change_to_a_real_encoding_is_rejected(bits in 1_u64..700, n in 0_u64..100, mutation in mutation_strategy()) {
+    fn bloom_every_change_to_a_real_encoding_is_rejected(bits in 1_usize..700, n in 0_u64..100, mutation in mutation_strategy()) {
         let mut b = Bloom::with_seed(bits, 3, 9).unwrap();
         b.observe_all(0..n);
         let original = b.to_bytes();
@@ -1598,8 +1598,8 @@ proptest! {
     }
 
     #[test]
-    fn cbf_every_change_to_a_real_encoding_is_rejected(counters in 1_u64..300, n in 0_u64..100, mutation in mutation_strategy()) {
-        let mut f = CountingBloom::with_params(counters, 3, CounterWidth::Four, 9).unwrap();
+    fn cbf_every_change_to_a_real_encoding_is_rejected(counters in 1_usize..300, n in 0_u64..100, mutation in mutation_strategy()) {
+        let mut f = CountingBloom::with_seed(counters, 3, 9).unwrap();
         f.observe_all(0..n);
         let original = f.to_bytes();
         let mutated = mutation.apply(&original);
@@ -1614,7 +1614,7 @@ fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
     // The control: 20 four-bit counters in 2 words, all 15 (saturated).
     let control = CountingBloom::from_bytes(&envelope(CBF, &cbf_body(20, 4, 3, 0, 7, &[u64::MAX, 0xFFFF])))?;
     assert_eq!((control.saturated_counters(), control.items()), (20, 7));
-    let mut written = CountingBloom::with_params(20, 3, CounterWidth::Four, 0)?;
+    let mut written = CountingBloom::with_seed(20, 3, 0)?;
     written.observe_hash(5);
     let mut words = vec![0_u64; 2];
     let encoded = written.to_bytes();
@@ -1651,7 +1651,7 @@ fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
     assert!(matches!(Bloom::from_bytes(&control.to_bytes()), Err(DecodeError::WrongFamily { expected: 4, found: 6 })));
     // Saturated counters break the count (a saturated item removed as often as it went in
     // leaves them set), so with one the items are not checked against them.
-    let mut saturated = CountingBloom::with_params(20, 3, CounterWidth::Four, 0)?;
+    let mut saturated = CountingBloom::with_seed(20, 3, 0)?;
     (0..20).for_each(|_| saturated.observe_hash(5));
     (0..20).for_each(|_| saturated.remove_hash(5).expect("a member"));
     assert_eq!((saturated.items(), saturated.saturated_counters() > 0), (0, true));
@@ -1670,8 +1670,10 @@ fn cbf_decoding_allocates_in_proportion_to_its_input() {
 
 #[test]
 fn cbf_invalid_parameters_are_config_errors() {
-    use CounterWidth::{Eight, Four, Sixteen};
+    use CounterWidth::{Eight, Four, Sixteen, SixtyFour, ThirtyTwo};
     for (counters, hashes, width, parameter) in [
+        (100, 3, ThirtyTwo, "counter_width"),
+        (100, 3, SixtyFour, "counter_width"),
         (0, 3, Four, "counters"),
         ((1 << 31) + 1, 3, Four, "counters"),
         ((1 << 30) + 1, 3, Eight, "counters"),
@@ -1679,7 +1681,7 @@ fn cbf_invalid_parameters_are_config_errors() {
         (100, 0, Four, "hashes"),
         (100, 33, Four, "hashes"),
     ] {
-        let r = CountingBloom::with_params(counters, hashes, width, 0);
+        let r = CountingBloom::builder(counters, hashes).counter_width(width).seed(0).build();
         assert_eq!(r.map_err(|e| e.parameter()).err(), Some(parameter), "{counters}, {hashes}, {width:?}");
     }
     for (n, p, parameter) in [
@@ -1695,6 +1697,10 @@ fn cbf_invalid_parameters_are_config_errors() {
         let err = CountingBloom::with_false_positive_rate(n, p).expect_err("invalid target");
         assert_eq!(err.parameter(), parameter, "{n} items at {p}");
     }
+    // A target within the 4-bit limit but past the 8-bit one: 2^30 eight-bit counters hold
+    // about 1.1e8 items at 1 %.
+    let eight_bit = CountingBloom::builder_for_false_positive_rate(150_000_000, 0.01).counter_width(Eight).build();
+    assert_eq!(eight_bit.map_err(|e| e.parameter()).err(), Some("expected_items"));
     // Widening past the memory limit is an error too, not a huge allocation.
     // (2^29 + 1 four-bit counters, 256 MiB of zeroed and so untouched pages, cannot widen.)
     let big = CountingBloom::new((1 << 29) + 1, 1).map(|f| f.with_counter_width(Sixteen).map_err(|e| e.parameter()));
@@ -1703,14 +1709,14 @@ fn cbf_invalid_parameters_are_config_errors() {
 
 #[test]
 fn cbf_mismatched_merges_fail_and_change_nothing() -> TestResult {
-    let mut a = CountingBloom::with_params(1000, 3, CounterWidth::Four, 1)?;
+    let mut a = CountingBloom::with_seed(1000, 3, 1)?;
     a.observe_all(0..100_u64);
     let before = a.clone();
     for (other, parameter) in [
-        (CountingBloom::with_params(1001, 3, CounterWidth::Four, 1)?, "counters"),
-        (CountingBloom::with_params(1000, 4, CounterWidth::Four, 1)?, "hashes"),
-        (CountingBloom::with_params(1000, 3, CounterWidth::Eight, 1)?, "counter width"),
-        (CountingBloom::with_params(1000, 3, CounterWidth::Four, 2)?, "seed"),
+        (CountingBloom::with_seed(1001, 3, 1)?, "counters"),
+        (CountingBloom::with_seed(1000, 4, 1)?, "hashes"),
+        (CountingBloom::builder(1000, 3).counter_width(CounterWidth::Eight).seed(1).build()?, "counter width"),
+        (CountingBloom::with_seed(1000, 3, 2)?, "seed"),
     ] {
         assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
         assert_eq!(a, before);

@@ -659,17 +659,17 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn bloom_states_are_valid(bits in 1_u64..300, hashes in 1_u32..8, ops in prop::collection::vec(Bloom::op(), 0..16)) {
+    fn bloom_states_are_valid(bits in 1_usize..300, hashes in 1_u32..8, ops in prop::collection::vec(Bloom::op(), 0..16)) {
         run(Bloom::new(bits, hashes).expect("valid parameters"), &ops)?;
     }
 
     #[test]
     fn counting_bloom_states_are_valid(
-        counters in 1_u64..200, hashes in 1_u32..8, w in 0_usize..3,
+        counters in 1_usize..200, hashes in 1_u32..8, w in 0_usize..3,
         ops in prop::collection::vec(CountingBloom::op(), 0..16),
     ) {
         let width = [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen][w];
-        run(CountingBloom::with_params(counters, hashes, width, 3).expect("valid parameters"), &ops)?;
+        run(CountingBloom::builder(counters, hashes).counter_width(width).seed(3).build().expect("valid parameters"), &ops)?;
     }
 }
 
@@ -1148,8 +1148,8 @@ fn partitions_too_large_to_allocate_are_refused() -> Result<(), Box<dyn std::err
 #[test]
 fn absurd_sizes_are_config_errors() {
     assert!(CountMin::new(usize::MAX, 32).is_err());
-    assert!(Bloom::new(u64::MAX, 3).is_err());
-    assert!(CountingBloom::new(u64::MAX, 3).is_err());
+    assert!(Bloom::new(usize::MAX, 3).is_err());
+    assert!(CountingBloom::new(usize::MAX, 3).is_err());
     assert!(HeavyHitters::<u64>::new(usize::MAX).is_err());
     assert!(Reservoir::<u64>::new(usize::MAX, 1).is_err());
     assert!(PrioritySample::<u64>::new(usize::MAX, 1).is_err());

@@ -50,11 +50,116 @@ pub struct CountingBloom {
     ///                             [c15][c14] ... [c2][c1][c0]
     /// ```
     words: Vec<u64>,
-    counters: u64,
+    counters: usize,
     hashes: u32,
     width: CounterWidth,
     seed: u64,
     items: u64,
+}
+
+/// The configuration of a [`CountingBloom`] filter: its size, from
+/// [`CountingBloom::builder`] (counters and hashes) or
+/// [`CountingBloom::builder_for_false_positive_rate`], then optionally the seed and the
+/// counter width; [`build`](Self::build) validates it all and allocates the counters.
+///
+/// | setting | default |
+/// |---|---|
+/// | [`seed`](Self::seed) | [`DEFAULT_SEED`] |
+/// | [`counter_width`](Self::counter_width) | [`CounterWidth::Four`] |
+///
+/// ```
+/// use synopses::membership::{CounterWidth, CountingBloom};
+///
+/// let f = CountingBloom::builder_for_false_positive_rate(10_000, 0.01)
+///     .counter_width(CounterWidth::Eight)
+///     .seed(0x5EC2E7)
+///     .build()?;
+/// assert_eq!((f.counters(), f.hashes(), f.counter_width()), (95_851, 7, CounterWidth::Eight));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct CountingBloomBuilder {
+    size: Size,
+    seed: u64,
+    counter_width: CounterWidth,
+}
+
+/// How a builder's filter is sized: a shape, or a target turned into one at `build`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Size {
+    Shape { counters: usize, hashes: u32 },
+    FalsePositiveRate { expected_items: u64, false_positive_rate: f64 },
+}
+
+impl CountingBloomBuilder {
+    /// The defaults, at the given size.
+    fn sized(size: Size) -> Self {
+        Self { size, seed: DEFAULT_SEED, counter_width: CounterWidth::Four }
+    }
+
+    /// Hashes items with `seed`: on untrusted items, a secret seed keeps an adversary from
+    /// choosing items whose counters are the members' (false positives on demand, and
+    /// removals that take members out). Filters merge only with filters of the same seed.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// assert_eq!(CountingBloom::builder(1000, 3).seed(7).build()?.seed(), 7);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seed(self, seed: u64) -> Self {
+        Self { seed, ..self }
+    }
+
+    /// Counters of `width`: 4 (the default), 8 or 16 bits (32 and 64 are a [`ConfigError`] at
+    /// `build`). See [`CounterWidth`] for which to choose.
+    ///
+    /// ```
+    /// use synopses::membership::{CounterWidth, CountingBloom};
+    ///
+    /// let f = CountingBloom::builder(1 << 20, 5).counter_width(CounterWidth::Sixteen).build()?;
+    /// assert_eq!(f.size_in_bytes() >> 20, 2); // 16 bits per counter
+    /// assert!(CountingBloom::builder(1000, 3).counter_width(CounterWidth::ThirtyTwo).build().is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn counter_width(self, counter_width: CounterWidth) -> Self {
+        Self { counter_width, ..self }
+    }
+
+    /// The filter, once every setting is checked: `counters` at least 1 and at most 2^33
+    /// bits of counters in all (1 GiB), `hashes` in `1..=32`, counters of 4, 8 or 16 bits,
+    /// and for a target, as [`CountingBloom::with_false_positive_rate`] requires.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// assert!(CountingBloom::builder(1000, 3).build().is_ok());
+    /// assert_eq!(CountingBloom::builder(1000, 33).build().map_err(|e| e.parameter()).err(), Some("hashes"));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn build(self) -> Result<CountingBloom, ConfigError> {
+        let Self { size, seed, counter_width: width } = self;
+        if packed_width(width.bits()).is_none() {
+            return Err(ConfigError::new("counter_width", width.bits(), "4, 8 or 16 bits"));
+        }
+        let max_counters = MAX_COUNTER_BITS >> width.log2();
+        let (counters, hashes) = match size {
+            Size::Shape { counters, hashes } => (counters, hashes),
+            Size::FalsePositiveRate { expected_items, false_positive_rate } => {
+                optimal_size(expected_items, false_positive_rate, max_counters, "at most 2^33 bits of counters")?
+            }
+        };
+        if !(1..=max_counters).contains(&(counters as u64)) {
+            return Err(ConfigError::new("counters", counters, "at least 1, and at most 2^33 bits of counters"));
+        }
+        if !(1..=MAX_HASHES).contains(&hashes) {
+            return Err(ConfigError::new("hashes", hashes, "an integer in 1..=32"));
+        }
+        let Ok(words) = usize::try_from(((counters as u64) << width.log2()).div_ceil(64)) else {
+            return Err(ConfigError::new("counters", counters, "a length this platform can address"));
+        };
+        let words = alloc::zeroed(words, "counters", counters)?;
+        Ok(CountingBloom { words, counters, hashes, width, seed, items: 0 })
+    }
 }
 
 impl CountingBloom {
@@ -70,42 +175,27 @@ impl CountingBloom {
     /// assert!(CountingBloom::new(0, 7).is_err());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn new(counters: u64, hashes: u32) -> Result<Self, ConfigError> {
-        Self::with_params(counters, hashes, CounterWidth::Four, DEFAULT_SEED)
+    pub fn new(counters: usize, hashes: u32) -> Result<Self, ConfigError> {
+        Self::builder(counters, hashes).build()
     }
 
-    /// A filter of `counters` counters of the given width, `hashes` per item, hashing with
-    /// `seed`. The counters may take at most 2^33 bits (1 GiB) together.
+    /// [`new`](Self::new), hashing with `seed` (see [`CountingBloomBuilder::seed`]).
     ///
     /// ```
-    /// use synopses::membership::{CounterWidth, CountingBloom};
+    /// use synopses::membership::CountingBloom;
     ///
-    /// let f = CountingBloom::with_params(1 << 20, 5, CounterWidth::Eight, 42)?;
-    /// assert_eq!((f.counter_width(), f.seed()), (CounterWidth::Eight, 42));
-    /// assert!(CountingBloom::with_params(1 << 31, 5, CounterWidth::Sixteen, 42).is_err());
+    /// assert_eq!(CountingBloom::with_seed(1024, 3, 5)?.seed(), 5);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn with_params(counters: u64, hashes: u32, width: CounterWidth, seed: u64) -> Result<Self, ConfigError> {
-        if packed_width(width.bits()).is_none() {
-            return Err(ConfigError::new("counter_width", width.bits(), "4, 8 or 16 bits"));
-        }
-        if !(1..=MAX_COUNTER_BITS >> width.log2()).contains(&counters) {
-            return Err(ConfigError::new("counters", counters, "at least 1, and at most 2^33 bits of counters"));
-        }
-        if !(1..=MAX_HASHES).contains(&hashes) {
-            return Err(ConfigError::new("hashes", hashes, "an integer in 1..=32"));
-        }
-        let Ok(words) = usize::try_from((counters << width.log2()).div_ceil(64)) else {
-            return Err(ConfigError::new("counters", counters, "a length this platform can address"));
-        };
-        Ok(Self { words: alloc::zeroed(words, "counters", counters)?, counters, hashes, width, seed, items: 0 })
+    pub fn with_seed(counters: usize, hashes: u32, seed: u64) -> Result<Self, ConfigError> {
+        Self::builder(counters, hashes).seed(seed).build()
     }
 
     /// The smallest filter of 4-bit counters whose false-positive rate after
     /// `expected_items` distinct items is at most `false_positive_rate`, sized as
     /// [`Bloom::with_false_positive_rate`] sizes its bits: `m = ⌈−n·ln p / (ln 2)²⌉` counters
-    /// and `k = round(m/n · ln 2)` hashes. For wider counters, follow with
-    /// [`with_counter_width`](Self::with_counter_width).
+    /// and `k = round(m/n · ln 2)` hashes. For wider counters, use
+    /// [`builder_for_false_positive_rate`](Self::builder_for_false_positive_rate).
     ///
     /// ```
     /// use synopses::membership::CountingBloom;
@@ -117,12 +207,11 @@ impl CountingBloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_false_positive_rate(expected_items: u64, false_positive_rate: f64) -> Result<Self, ConfigError> {
-        Self::with_false_positive_rate_and_seed(expected_items, false_positive_rate, DEFAULT_SEED)
+        Self::builder_for_false_positive_rate(expected_items, false_positive_rate).build()
     }
 
-    /// [`with_false_positive_rate`](Self::with_false_positive_rate), hashing with `seed`: on
-    /// untrusted items, a secret seed keeps an adversary from choosing items whose counters
-    /// are the members' (false positives on demand, and removals that take members out).
+    /// [`with_false_positive_rate`](Self::with_false_positive_rate), hashing with `seed` (see
+    /// [`CountingBloomBuilder::seed`]).
     ///
     /// ```
     /// use synopses::membership::CountingBloom;
@@ -136,14 +225,45 @@ impl CountingBloom {
         false_positive_rate: f64,
         seed: u64,
     ) -> Result<Self, ConfigError> {
-        let max = MAX_COUNTER_BITS >> CounterWidth::Four.log2();
-        let (counters, hashes) = optimal_size(expected_items, false_positive_rate, max, "at most 2^31 counters")?;
-        Self::with_params(counters, hashes, CounterWidth::Four, seed)
+        Self::builder_for_false_positive_rate(expected_items, false_positive_rate).seed(seed).build()
     }
 
-    /// A copy of this filter with counters of another width. Widening keeps every count, and
-    /// a saturated counter stays saturated (its true count is unknown); narrowing saturates
-    /// the counters that do not fit. Either way no item that is in the filter goes missing.
+    /// A [builder](CountingBloomBuilder) of a filter of `counters` counters and `hashes`
+    /// hashes per item, for the settings [`new`](Self::new) leaves at their defaults: seed and
+    /// counter width. Filters merge only with filters of the same settings.
+    ///
+    /// ```
+    /// use synopses::membership::{CounterWidth, CountingBloom};
+    ///
+    /// let f = CountingBloom::builder(1 << 20, 5).counter_width(CounterWidth::Eight).seed(42).build()?;
+    /// assert_eq!((f.counter_width(), f.seed()), (CounterWidth::Eight, 42));
+    /// assert!(CountingBloom::builder(1 << 31, 5).counter_width(CounterWidth::Sixteen).build().is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn builder(counters: usize, hashes: u32) -> CountingBloomBuilder {
+        CountingBloomBuilder::sized(Size::Shape { counters, hashes })
+    }
+
+    /// A [builder](CountingBloomBuilder) of the smallest filter whose false-positive rate
+    /// after `expected_items` distinct items is at most `false_positive_rate`, sized as
+    /// [`with_false_positive_rate`](Self::with_false_positive_rate) sizes it (the counter
+    /// width does not change the size: wider counters take more memory, not more counters).
+    ///
+    /// ```
+    /// use synopses::membership::{CounterWidth, CountingBloom};
+    ///
+    /// let f = CountingBloom::builder_for_false_positive_rate(1000, 0.01).counter_width(CounterWidth::Eight).build()?;
+    /// assert_eq!((f.counters(), f.hashes()), (9586, 7));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn builder_for_false_positive_rate(expected_items: u64, false_positive_rate: f64) -> CountingBloomBuilder {
+        CountingBloomBuilder::sized(Size::FalsePositiveRate { expected_items, false_positive_rate })
+    }
+
+    /// A copy of this filter with counters of another width: 4, 8 or 16 bits. Widening keeps
+    /// every count, and a saturated counter stays saturated (its true count is unknown);
+    /// narrowing saturates the counters that do not fit. Either way no item that is in the
+    /// filter goes missing.
     ///
     /// ```
     /// use synopses::membership::{CounterWidth, CountingBloom};
@@ -156,10 +276,10 @@ impl CountingBloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_counter_width(&self, width: CounterWidth) -> Result<Self, ConfigError> {
-        let mut out = Self::with_params(self.counters, self.hashes, width, self.seed)?;
+        let mut out = Self::builder(self.counters, self.hashes).seed(self.seed).counter_width(width).build()?;
         out.items = self.items;
         let (old_max, new_max) = (self.width.max(), width.max());
-        for i in 0..self.counters as usize {
+        for i in 0..self.counters {
             let c = self.counter(i);
             let converted = if c == old_max || c > new_max { new_max } else { c };
             out.set_counter(i, converted);
@@ -174,7 +294,7 @@ impl CountingBloom {
     /// assert_eq!(CountingBloom::new(1000, 3)?.counters(), 1000);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn counters(&self) -> u64 {
+    pub fn counters(&self) -> usize {
         self.counters
     }
 
@@ -427,15 +547,12 @@ impl CountingBloom {
     /// assert!((1..=3).contains(&f.saturated_counters()));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn saturated_counters(&self) -> u64 {
+    pub fn saturated_counters(&self) -> usize {
         let w = self.width.bits();
         let lanes = lane_bases(w);
         // A lane is saturated when all its w bits are set: AND the word with itself shifted by
         // 1..w, so a lane's lowest bit survives only if every bit of the lane is 1.
-        self.words
-            .iter()
-            .map(|&word| u64::from(((1..w).fold(word, |all, s| all & word >> s) & lanes).count_ones()))
-            .sum()
+        self.words.iter().map(|&word| ((1..w).fold(word, |all, s| all & word >> s) & lanes).count_ones() as usize).sum()
     }
 
     /// The number of counters above zero: the bits a [`Bloom`] filter of the same items would
@@ -448,13 +565,10 @@ impl CountingBloom {
     /// assert!((1..=3).contains(&f.nonzero_counters()));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn nonzero_counters(&self) -> u64 {
+    pub fn nonzero_counters(&self) -> usize {
         let w = self.width.bits();
         let lanes = lane_bases(w);
-        self.words
-            .iter()
-            .map(|&word| u64::from(((1..w).fold(word, |any, s| any | word >> s) & lanes).count_ones()))
-            .sum()
+        self.words.iter().map(|&word| ((1..w).fold(word, |any, s| any | word >> s) & lanes).count_ones() as usize).sum()
     }
 
     /// The sum of the counters, a word at a time: bit `b` of every lane counted at once,
@@ -511,8 +625,8 @@ impl CountingBloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn to_bloom(&self) -> Bloom {
-        let mut bits: BitVec<u64, Lsb0> = BitVec::repeat(false, self.counters as usize);
-        for i in 0..self.counters as usize {
+        let mut bits: BitVec<u64, Lsb0> = BitVec::repeat(false, self.counters);
+        for i in 0..self.counters {
             if self.counter(i) != 0 {
                 bits.set(i, true);
             }
@@ -575,7 +689,7 @@ impl CountingBloom {
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new(Family::CountingBloom, 26 + 8 * self.words.len());
-        w.put_u64(self.counters);
+        w.put_u64(self.counters as u64);
         w.put_u8(self.width.bits() as u8);
         w.put_u8(self.hashes as u8);
         w.put_u64(self.seed);
@@ -612,7 +726,9 @@ impl CountingBloom {
             });
         }
         let used_bits = counters << width.log2();
-        let words = used_bits.div_ceil(64) as usize;
+        let (Ok(counters), Ok(words)) = (usize::try_from(counters), usize::try_from(used_bits.div_ceil(64))) else {
+            return Err(DecodeError::InvalidField { field: "counters", reason: "more than this platform can address" });
+        };
         r.expect_items(words, 8)?;
         let mut raw = Vec::with_capacity(words);
         for _ in 0..words {
@@ -744,7 +860,7 @@ mod tests {
     #[test]
     fn counter_sum_matches_counter_by_counter() {
         for width in [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen] {
-            let mut f = CountingBloom::with_params(100, 3, width, 1).unwrap();
+            let mut f = CountingBloom::builder(100, 3).counter_width(width).seed(1).build().unwrap();
             (0..300_u64).for_each(|i| f.observe(i % 37));
             let direct: u128 = (0..100).map(|i| u128::from(f.counter(i))).sum();
             assert_eq!(f.counter_sum(), direct, "{width:?}");
@@ -774,14 +890,14 @@ mod tests {
     #[test]
     fn lane_counts_match_counter_by_counter() {
         for width in [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen] {
-            let mut f = CountingBloom::with_params(100, 3, width, 7).expect("valid");
+            let mut f = CountingBloom::builder(100, 3).counter_width(width).seed(7).build().expect("valid");
             for (i, value) in
                 [0, 1, width.max(), 2, width.max(), 0, width.max() - 1].into_iter().cycle().take(100).enumerate()
             {
                 f.set_counter(i, value);
             }
-            let saturated = (0..100).filter(|&i| f.counter(i) == width.max()).count() as u64;
-            let nonzero = (0..100).filter(|&i| f.counter(i) != 0).count() as u64;
+            let saturated = (0..100).filter(|&i| f.counter(i) == width.max()).count();
+            let nonzero = (0..100).filter(|&i| f.counter(i) != 0).count();
             assert_eq!((f.saturated_counters(), f.nonzero_counters()), (saturated, nonzero), "{width:?}");
         }
     }
@@ -789,7 +905,7 @@ mod tests {
     #[test]
     fn a_failed_removal_changes_nothing_even_with_repeated_positions() {
         // With 2 counters and 8 hashes every item repeats positions.
-        let mut f = CountingBloom::with_params(2, 8, CounterWidth::Four, 1).expect("valid");
+        let mut f = CountingBloom::with_seed(2, 8, 1).expect("valid");
         f.observe(1_u64);
         let before = f.clone();
         for item in 2..200_u64 {

@@ -167,4 +167,4 @@ mod counting_bloom;
 
 pub use bloom::Bloom;
 pub use counter_width::CounterWidth;
-pub use counting_bloom::CountingBloom;
+pub use counting_bloom::{CountingBloom, CountingBloomBuilder};
