@@ -370,7 +370,7 @@ proptest! {
                 let count = filter.estimate(y);
                 prop_assert!(count >= u64::from(n) || count == width.max(), "count {} < {} for {}", count, n, y);
             }
-            prop_assert_eq!(filter.items(), model.values().map(|&n| u64::from(n)).sum::<u64>());
+            prop_assert_eq!(filter.total(), model.values().map(|&n| u64::from(n)).sum::<u64>());
         }
         // A counter that never saturated is exact (saturated counters never come back down),
         // so without saturation the filter is the one built from the multiset directly.
@@ -394,7 +394,7 @@ proptest! {
         let converted = filter.with_counter_width(to).unwrap();
         prop_assert!(items.iter().all(|&x| converted.contains(x)));
         prop_assert_eq!(converted.to_bloom(), filter.to_bloom());
-        prop_assert_eq!(converted.items(), filter.items());
+        prop_assert_eq!(converted.total(), filter.total());
         if to.bits() >= from.bits() {
             prop_assert_eq!(converted.with_counter_width(from).unwrap(), filter);
         }
@@ -723,7 +723,7 @@ fn removing_false_positives_is_outside_the_contract() -> Result<(), Box<dyn std:
     let mut filter = full;
     (0..MEMBERS / 2).try_for_each(|x| filter.remove(x))?;
     assert!((MEMBERS / 2..MEMBERS).all(|x| filter.contains(x)));
-    assert_eq!(filter.items(), MEMBERS / 2);
+    assert_eq!(filter.total(), MEMBERS / 2);
     Ok(())
 }
 

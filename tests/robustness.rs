@@ -1613,7 +1613,7 @@ proptest! {
 fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
     // The control: 20 four-bit counters in 2 words, all 15 (saturated).
     let control = CountingBloom::from_bytes(&envelope(CBF, &cbf_body(20, 4, 3, 0, 7, &[u64::MAX, 0xFFFF])))?;
-    assert_eq!((control.saturated_counters(), control.items()), (20, 7));
+    assert_eq!((control.saturated_counters(), control.total()), (20, 7));
     let mut written = CountingBloom::with_seed(20, 3, 0)?;
     written.observe_hash(5);
     let mut words = vec![0_u64; 2];
@@ -1634,8 +1634,8 @@ fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
         ("the last spare bit", cbf_body(1, 16, 3, 0, 0, &[1 << 63]), "counters"),
         // The audit's example: no items, counters set (none saturated: each insertion added
         // exactly k = 3 to the counters, each removal took 3 away).
-        ("no items, counters set", cbf_body(16, 4, 3, 0, 0, &[0x111]), "items"),
-        ("counters short of k times the items", cbf_body(16, 4, 3, 0, 2, &[0x111]), "items"),
+        ("no items, counters set", cbf_body(16, 4, 3, 0, 0, &[0x111]), "total"),
+        ("counters short of k times the items", cbf_body(16, 4, 3, 0, 2, &[0x111]), "total"),
     ] {
         let r = CountingBloom::from_bytes(&envelope(CBF, &body));
         assert!(is_invalid_field(&r, field), "{what}: {r:?}");
@@ -1654,7 +1654,7 @@ fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
     let mut saturated = CountingBloom::with_seed(20, 3, 0)?;
     (0..20).for_each(|_| saturated.observe_hash(5));
     (0..20).for_each(|_| saturated.remove_hash(5).expect("a member"));
-    assert_eq!((saturated.items(), saturated.saturated_counters() > 0), (0, true));
+    assert_eq!((saturated.total(), saturated.saturated_counters() > 0), (0, true));
     assert_eq!(CountingBloom::from_bytes(&saturated.to_bytes())?, saturated);
     Ok(())
 }

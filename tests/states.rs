@@ -462,7 +462,7 @@ impl Reachable for HeavyHitters<u64> {
     }
 
     fn answers(&self) -> Vec<f64> {
-        let mut out = vec![self.total() as f64, self.error() as f64];
+        let mut out = vec![self.total() as f64, self.error() as f64, self.len() as f64];
         for item in 0..12_u64 {
             let b = self.bounds(&item);
             out.extend([self.estimate(&item) as f64, b.lower, b.upper]);
@@ -526,7 +526,7 @@ fn counts_saturate_at_u64_max() -> Result<(), TestCaseError> {
     let mut filter = CountingBloom::new(64, 3).expect("valid parameters");
     filter.observe(1_u64);
     merge_self_times(&mut filter, 70);
-    assert_eq!(filter.items(), u64::MAX);
+    assert_eq!(filter.total(), u64::MAX);
     check_state(&filter)?;
     Ok(())
 }
@@ -636,7 +636,7 @@ impl Reachable for CountingBloom {
 
     fn answers(&self) -> Vec<f64> {
         let mut out = vec![
-            self.items() as f64,
+            self.total() as f64,
             self.saturated_counters() as f64,
             self.nonzero_counters() as f64,
             self.false_positive_rate(),

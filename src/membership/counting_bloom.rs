@@ -54,7 +54,7 @@ pub struct CountingBloom {
     hashes: u32,
     width: CounterWidth,
     seed: u64,
-    items: u64,
+    total: u64,
 }
 
 /// The configuration of a [`CountingBloom`] filter: its size, from
@@ -158,7 +158,7 @@ impl CountingBloomBuilder {
             return Err(ConfigError::new("counters", counters, "a length this platform can address"));
         };
         let words = alloc::zeroed(words, "counters", counters)?;
-        Ok(CountingBloom { words, counters, hashes, width, seed, items: 0 })
+        Ok(CountingBloom { words, counters, hashes, width, seed, total: 0 })
     }
 }
 
@@ -277,7 +277,7 @@ impl CountingBloom {
     /// ```
     pub fn with_counter_width(&self, width: CounterWidth) -> Result<Self, ConfigError> {
         let mut out = Self::builder(self.counters, self.hashes).seed(self.seed).counter_width(width).build()?;
-        out.items = self.items;
+        out.total = self.total;
         let (old_max, new_max) = (self.width.max(), width.max());
         for i in 0..self.counters {
             let c = self.counter(i);
@@ -331,20 +331,21 @@ impl CountingBloom {
         self.seed
     }
 
-    /// The number of items in the filter, counted with multiplicity: insertions minus
-    /// successful removals (never below zero), summed over merges, saturating at `u64::MAX`.
-    /// Exact as long as only items that are in the filter are removed.
+    /// The number of items in the filter, counted with multiplicity (the total count, as
+    /// [`CountMin::total`](crate::frequency::CountMin::total)): insertions minus successful
+    /// removals (never below zero), summed over merges, saturating at `u64::MAX`. Exact as
+    /// long as only items that are in the filter are removed.
     ///
     /// ```
     /// # use synopses::membership::CountingBloom;
     /// let mut f = CountingBloom::new(1000, 3)?;
     /// f.observe_all(["a", "b", "a"]);
     /// f.remove("a")?;
-    /// assert_eq!(f.items(), 2);
+    /// assert_eq!(f.total(), 2);
     /// # Ok::<(), synopses::Error>(())
     /// ```
-    pub fn items(&self) -> u64 {
-        self.items
+    pub fn total(&self) -> u64 {
+        self.total
     }
 
     /// Inserts an item: adds one to each of its `k` counters, except those already saturated.
@@ -390,7 +391,7 @@ impl CountingBloom {
     /// ```
     #[inline]
     pub fn observe_hash(&mut self, hash: u64) {
-        self.items = self.items.saturating_add(1);
+        self.total = self.total.saturating_add(1);
         let log2 = self.width.log2();
         let max = self.width.max();
         for position in Positions::new(hash, self.counters, self.hashes) {
@@ -457,7 +458,7 @@ impl CountingBloom {
                 _ => *word -= 1 << shift,
             }
         }
-        self.items = self.items.saturating_sub(1);
+        self.total = self.total.saturating_sub(1);
         Ok(())
     }
 
@@ -513,10 +514,12 @@ impl CountingBloom {
         })
     }
 
-    /// How many times the item may be in the filter (as [`CountMin::estimate`](crate::frequency::CountMin::estimate) answers for counts): the smallest of its counters. Never
-    /// below the true multiplicity while no counter of the item saturated and only members
-    /// were removed; above it when other items share all its counters. A result equal to
-    /// [`CounterWidth::max`] means "at least that many, or saturated".
+    /// How many times the item may be in the filter, as
+    /// [`CountMin::estimate`](crate::frequency::CountMin::estimate) answers for counts: the
+    /// smallest of its counters. Above the true multiplicity when other items share all its
+    /// counters; never below it, as long as only members were removed, for every result below
+    /// [`CounterWidth::max`]. A result equal to the maximum means that all the item's counters
+    /// saturated, and says nothing more.
     ///
     /// ```
     /// # use synopses::membership::CountingBloom;
@@ -526,11 +529,24 @@ impl CountingBloom {
     /// assert_eq!(f.estimate("z"), 0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[inline]
     pub fn estimate<T: Hashable>(&self, item: T) -> u64 {
-        Positions::new(item.hash64(self.seed), self.counters, self.hashes)
-            .map(|position| self.counter(position))
-            .min()
-            .unwrap_or(0)
+        self.estimate_hash(item.hash64(self.seed))
+    }
+
+    /// [`estimate`](Self::estimate) of an item given by its 64-bit hash.
+    ///
+    /// ```
+    /// use synopses::hash::Hashable;
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe_all(["cat", "cat"]);
+    /// assert_eq!(f.estimate_hash("cat".hash64(f.seed())), 2);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn estimate_hash(&self, hash: u64) -> u64 {
+        Positions::new(hash, self.counters, self.hashes).map(|position| self.counter(position)).min().unwrap_or(0)
     }
 
     /// The number of saturated counters: counters that reached [`CounterWidth::max`] and can
@@ -670,14 +686,14 @@ impl CountingBloom {
         for (a, &b) in self.words.iter_mut().zip(&other.words) {
             *a = saturating_add_lanes(*a, b, w);
         }
-        self.items = self.items.saturating_add(other.items);
+        self.total = self.total.saturating_add(other.total);
         Ok(())
     }
 
     /// Encodes the filter in the crate's [binary format](crate::codec), family code 6.
     ///
     /// Body: counters (u64), counter width in bits (u8: 4, 8 or 16), hashes (u8), seed (u64),
-    /// items (u64), then the counters packed as in memory, in `⌈m·w/64⌉` little-endian u64
+    /// total (u64), then the counters packed as in memory, in `⌈m·w/64⌉` little-endian u64
     /// words; the bits past the last counter are zero.
     ///
     /// ```
@@ -693,7 +709,7 @@ impl CountingBloom {
         w.put_u8(self.width.bits() as u8);
         w.put_u8(self.hashes as u8);
         w.put_u64(self.seed);
-        w.put_u64(self.items);
+        w.put_u64(self.total);
         let out = w.put_zeroed(8 * self.words.len());
         for (bytes, word) in out.chunks_exact_mut(8).zip(&self.words) {
             bytes.copy_from_slice(&word.to_le_bytes());
@@ -718,7 +734,7 @@ impl CountingBloom {
             .ok_or(DecodeError::InvalidField { field: "counter width", reason: "not 4, 8 or 16 bits" })?;
         let hashes = u32::from(r.u8()?);
         let seed = r.u64()?;
-        let items = r.u64()?;
+        let total = r.u64()?;
         if !(1..=MAX_COUNTER_BITS >> width.log2()).contains(&counters) || !(1..=MAX_HASHES).contains(&hashes) {
             return Err(DecodeError::InvalidField {
                 field: "counters and hashes",
@@ -739,14 +755,14 @@ impl CountingBloom {
         if spare > 0 && raw.last().is_some_and(|&w| w >> (64 - spare) != 0) {
             return Err(DecodeError::InvalidField { field: "counters", reason: "bits set past the last counter" });
         }
-        let filter = Self { words: raw, counters, hashes, width, seed, items };
+        let filter = Self { words: raw, counters, hashes, width, seed, total };
         // Without a saturated counter (saturation is sticky, so none ever was), every
         // insertion added exactly `k` to the counters and every removal took `k` away, and a
-        // merge added both filters' counts: the counters sum to `k` times the items. (The
-        // count of items saturates only once some counter has.)
-        if filter.saturated_counters() == 0 && filter.counter_sum() != u128::from(hashes) * u128::from(items) {
+        // merge added both filters' counts: the counters sum to `k` times the total. (The
+        // total saturates only once some counter has.)
+        if filter.saturated_counters() == 0 && filter.counter_sum() != u128::from(hashes) * u128::from(total) {
             return Err(DecodeError::InvalidField {
-                field: "items",
+                field: "total",
                 reason: "not the counters' sum over the hashes per item",
             });
         }
@@ -820,7 +836,7 @@ impl fmt::Debug for CountingBloom {
             .field("hashes", &self.hashes)
             .field("counter_width", &self.width)
             .field("seed", &self.seed)
-            .field("items", &self.items)
+            .field("total", &self.total)
             .field("saturated_counters", &self.saturated_counters())
             .finish()
     }
@@ -838,7 +854,7 @@ impl Mergeable for CountingBloom {
     }
 
     fn empty_like(&self) -> Self {
-        Self { words: vec![0; self.words.len()], items: 0, ..*self }
+        Self { words: vec![0; self.words.len()], total: 0, ..*self }
     }
 }
 
