@@ -1010,8 +1010,14 @@ fn estimate_out_of_line<C: Cell>(counters: &[C], hash: u64, width: usize, depth:
 #[inline(always)]
 fn min_of_cells<const DEPTH: u32, C: Cell>(counters: &[C], hash: u64, width: usize, depth: u32) -> C {
     let depth = if DEPTH == 0 { depth } else { DEPTH };
-    // (A sketch has at least one row, so the fold's start value is never the answer.)
-    Cells::new(hash, width, depth).fold(C::MAX, |min, cell| min.min(counters.get(cell).copied().unwrap_or(C::MAX)))
+    // A loop, not `Iterator::fold`: the compiler may leave the generic `fold` behind a call,
+    // on the conservative update's hot path. (A sketch has at least one row, so the start
+    // value is never the answer.)
+    let mut min = C::MAX;
+    for cell in Cells::new(hash, width, depth) {
+        min = min.min(counters.get(cell).copied().unwrap_or(C::MAX));
+    }
+    min
 }
 
 /// The smallest over rows of the rows' dot products, summed in 128 bits, saturating (two
