@@ -744,6 +744,15 @@ fn count_min_error_rate_is_at_most_delta() {
             counts.iter().for_each(|&(k, c)| cu.observe_weighted(k, c));
             let (e, e_cu) = (cm.estimate(key), cu.estimate(key));
             assert!(f <= e_cu && e_cu <= e, "never under, conservative never above standard");
+            // N = 16 955 fits in 16 bits: narrow counters never saturate, and answer alike.
+            let mut cu16 = CountMin::builder(width, depth)
+                .seed(seed)
+                .update_rule(Update::Conservative)
+                .counter_width(CounterWidth::Sixteen)
+                .build()
+                .unwrap();
+            counts.iter().for_each(|&(k, c)| cu16.observe_weighted(k, c));
+            assert_eq!((cu16.estimate(key), cu16.saturated_counters()), (e_cu, 0));
             exceed += u64::from((e - f) as f64 > epsilon * n as f64);
             exceed_cu += u64::from((e_cu - f) as f64 > epsilon * n as f64);
         }

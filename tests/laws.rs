@@ -438,6 +438,38 @@ proptest! {
         prop_assert_eq!((cm.total(), cu.total()), (n, n));
     }
 
+    /// Under the standard rule a narrow counter is its 64-bit counterpart clamped at the
+    /// maximum, and the minimum commutes with the clamp: a narrow sketch answers exactly
+    /// `min(64-bit estimate, max)`, whether built in one pass or merged from parts.
+    #[test]
+    fn cm_narrow_counters_are_the_wide_ones_clamped(
+        width in 1_usize..100, depth in 1_u32..5, counters in cm_widths(),
+        stream in prop::collection::vec((0..300_u64, 1..200_u64), 0..500), cuts in cuts(),
+    ) {
+        let wide = CountMin::builder(width, depth).seed(5).build().unwrap();
+        let narrow = CountMin::builder(width, depth).seed(5).counter_width(counters).build().unwrap();
+        let (mut w, mut n) = (wide.clone(), narrow.clone());
+        for &(key, count) in &stream {
+            w.observe_weighted(key, count);
+            n.observe_weighted(key, count);
+        }
+        let keys: Vec<u64> = stream.iter().map(|&(k, _)| k).collect();
+        let mut merged = narrow.empty_like();
+        for part in split(&keys, &cuts) {
+            let mut piece = narrow.clone();
+            part.iter().for_each(|&k| piece.observe(k));
+            merged.merge(&piece).unwrap();
+        }
+        let once = observed(&narrow, &keys);
+        let wide_once = observed(&wide, &keys);
+        for key in 0..300_u64 {
+            prop_assert_eq!(n.estimate(key), w.estimate(key).min(counters.max()));
+            prop_assert_eq!(once.estimate(key), wide_once.estimate(key).min(counters.max()));
+        }
+        prop_assert_eq!(&merged, &once);
+        prop_assert_eq!(n.total(), w.total());
+    }
+
     /// Conservative update is not linear, so its merge is not the sketch of the whole stream.
     /// What the docs promise holds instead: every merged estimate is at least the true count
     /// and at most the standard sketch's estimate over the whole stream.
