@@ -69,7 +69,8 @@
 //! The `counting_bloom` family. `synopses`' `CountingBloom` has the `m` and `k` of its `Bloom`
 //! (`with_false_positive_rate(N, 0.01)`: m = 9 585 059 counters, k = 7, the same xxh3 hash and
 //! positions, so it answers `contains` exactly as `Bloom` does: measured rate 0.9860 %); the
-//! 8- and 16-bit filters are `with_params` with that `m`, `k` and seed. Memory: 4 792 536 B of
+//! 8- and 16-bit filters come from `builder_for_false_positive_rate` with that width (the same `m`, `k`
+//! and seed). Memory: 4 792 536 B of
 //! counter words (4-bit), 9 585 064 B (8-bit), 19 170 120 B (16-bit), plus the struct. `remove`
 //! decrements the `k` counters (an error, changing nothing, if one is zero); `merge` adds
 //! counters lane by lane, saturating. Peers, each built by its own constructor for `N` items at
@@ -337,7 +338,7 @@ fn bench_query(c: &mut Criterion) {
         d.present.iter().filter(|&&p| p).count(),
         d.present.iter().filter(|&&p| !p).count(),
     );
-    report("synopses", f.syn.bits(), u64::from(f.syn.hashes()), f.syn.size_in_bytes(), |q| f.syn.contains(q));
+    report("synopses", f.syn.bits() as u64, u64::from(f.syn.hashes()), f.syn.size_in_bytes(), |q| f.syn.contains(q));
     report("fastbloom", f.fb.num_bits() as u64, u64::from(f.fb.num_hashes()), size_of_val(f.fb.as_slice()), |q| {
         f.fb.contains(&q)
     });
@@ -395,8 +396,8 @@ fn bench_merge(c: &mut Criterion) {
 /// The `synopses` counting filter with counters of `width` bits, of the size and hash count
 /// that `with_false_positive_rate` picks for `N` items at `FPR`.
 fn syn_counting(width: CounterWidth) -> CountingBloom {
-    let sized = CountingBloom::with_false_positive_rate(N as u64, FPR).expect("valid configuration");
-    CountingBloom::with_params(sized.counters(), sized.hashes(), width, sized.seed()).expect("valid configuration")
+    let builder = CountingBloom::builder_for_false_positive_rate(N as u64, FPR);
+    builder.counter_width(width).build().expect("valid configuration")
 }
 
 type PdCuckooFilter = PdCuckoo<u64, StdRng>;

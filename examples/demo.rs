@@ -438,8 +438,8 @@ fn membership(events: &[u64]) -> Result<(), Box<dyn Error>> {
             ns,
             missed,
             format!("{:.2} %", 100.0 * false_positives as f64 / outside.len() as f64),
-            grouped(filter.saturated_counters()),
-            grouped(filter.items()),
+            grouped(filter.saturated_counters() as u64),
+            grouped(filter.total()),
         );
         if missed > 0 {
             return Err("a counting Bloom filter missed an active user".into());

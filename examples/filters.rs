@@ -297,8 +297,8 @@ fn bloom_hashes(trials: usize) -> Result<Csv, Box<dyn Error>> {
     );
     println!("Bloom: false-positive rate against k at fixed m/n (n = {ITEMS})");
     println!("{:>5} {:>3} {:>6} {:>11} {:>11} {:>11}", "m/n", "k", "k_opt", "measured", "formula", "fill^k");
-    for bits_per_item in [5_u64, 10, 15] {
-        let bits = bits_per_item * ITEMS;
+    for bits_per_item in [5_usize, 10, 15] {
+        let bits = bits_per_item * ITEMS as usize;
         let k_opt = bits_per_item as f64 * LN_2;
         for hashes in 1..=16_u32 {
             let mut point = BloomPoint::new();
@@ -389,8 +389,11 @@ fn count_min_tail(trials: usize) -> Result<Csv, Box<dyn Error>> {
                 let mut epsilon_delta = (0.0, 0.0);
                 for t in 0..trials {
                     let seed = 0xC300_0000 + t as u64;
-                    let mut standard = CountMin::with_params(width, depth, seed, Update::Standard)?;
-                    let mut conservative = CountMin::with_params(width, depth, seed, Update::Conservative)?;
+                    let mut standard = CountMin::with_seed(width as usize, depth, seed)?;
+                    let mut conservative = CountMin::builder(width as usize, depth)
+                        .seed(seed)
+                        .update_rule(Update::Conservative)
+                        .build()?;
                     standard.observe_all(stream.iter().copied());
                     conservative.observe_all(stream.iter().copied());
                     let threshold = standard.epsilon() * n;
@@ -475,7 +478,7 @@ fn count_min_row(trials: usize) -> Result<Csv, Box<dyn Error>> {
             let w = f64::from(width);
             let mut sums = [0_u64; 5];
             for t in 0..seeds {
-                let mut row = CountMin::with_params(width, 1, 0xC400_0000 + t as u64, Update::Standard)?;
+                let mut row = CountMin::with_seed(width as usize, 1, 0xC400_0000 + t as u64)?;
                 row.observe_all(stream.iter().copied());
                 for (sum, &(key, _)) in sums.iter_mut().zip(&keys) {
                     let count = f.get(key as usize).copied().unwrap_or(0);
@@ -638,7 +641,7 @@ fn count_min_pairs(trials: usize) -> Result<Csv, Box<dyn Error>> {
         for (&depth, &integral) in DEPTHS.iter().zip(&integrals) {
             let mut crate_hits = Vec::with_capacity(seeds);
             for t in 0..seeds {
-                let mut sketch = CountMin::with_params(width, depth, pair_seed(t), Update::Standard)?;
+                let mut sketch = CountMin::with_seed(width as usize, depth, pair_seed(t))?;
                 sketch.observe_weighted(u64::MAX, 1_000);
                 let threshold = sketch.epsilon() * sketch.total() as f64;
                 crate_hits.push((0..PAIR_QUERIES).filter(|&q| sketch.estimate(q) as f64 > threshold).count() as u64);
@@ -699,7 +702,7 @@ fn count_min_pairs(trials: usize) -> Result<Csv, Box<dyn Error>> {
 /// The fraction of saturated counters against the load `λ = kn/m`.
 fn counting_saturation(trials: usize) -> Result<Csv, Box<dyn Error>> {
     const HASHES: u32 = 4;
-    let setups: [(CounterWidth, u64, &[f64]); 2] = [
+    let setups: [(CounterWidth, usize, &[f64]); 2] = [
         (
             CounterWidth::Four,
             10_000,
@@ -719,9 +722,10 @@ fn counting_saturation(trials: usize) -> Result<Csv, Box<dyn Error>> {
     for (width, counters, loads) in setups {
         let checkpoints: Vec<u64> =
             loads.iter().map(|l| (l * counters as f64 / f64::from(HASHES)).round() as u64).collect();
-        let mut saturated = vec![0_u64; checkpoints.len()];
+        let mut saturated = vec![0_usize; checkpoints.len()];
         for t in 0..trials {
-            let mut filter = CountingBloom::with_params(counters, HASHES, width, 0x5A70_0000 + t as u64)?;
+            let mut filter =
+                CountingBloom::builder(counters, HASHES).counter_width(width).seed(0x5A70_0000 + t as u64).build()?;
             let mut inserted = 0;
             for (&n, total) in checkpoints.iter().zip(&mut saturated) {
                 filter.observe_all(inserted..n);
@@ -729,7 +733,7 @@ fn counting_saturation(trials: usize) -> Result<Csv, Box<dyn Error>> {
                 *total += filter.saturated_counters();
             }
         }
-        let max = u64::from(width.max());
+        let max = width.max();
         for ((&n, &total), &load) in checkpoints.iter().zip(&saturated).zip(loads) {
             let measured = total as f64 / (counters as f64 * trials as f64);
             let tail = binomial_tail(u64::from(HASHES) * n, 1.0 / counters as f64, max);
@@ -819,7 +823,7 @@ fn counting_removal(trials: usize) -> Result<Csv, Box<dyn Error>> {
     );
     let mut finals = Vec::with_capacity(trials);
     for t in 0..trials {
-        let filter = CountingBloom::with_params(counters, hashes, CounterWidth::Four, 0xDE1E_0000 + t as u64)?;
+        let filter = CountingBloom::with_seed(counters, hashes, 0xDE1E_0000 + t as u64)?;
         finals.push(run(filter, "seeded", &mut csv)?);
     }
     let removed: Vec<f64> = finals.iter().map(|&(_, r, _)| r as f64).collect();

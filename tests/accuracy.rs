@@ -674,8 +674,8 @@ fn zipf_counts() -> Vec<(u64, u64)> {
     (0..2000_u64).map(|k| (k, 2000 / (k + 1))).collect()
 }
 
-fn count_min_of(width: u32, depth: u32, seed: u64, counts: &[(u64, u64)]) -> CountMin {
-    let mut cm = CountMin::with_params(width, depth, seed, Update::Standard).unwrap();
+fn count_min_of(width: usize, depth: u32, seed: u64, counts: &[(u64, u64)]) -> CountMin {
+    let mut cm = CountMin::with_seed(width, depth, seed).unwrap();
     counts.iter().for_each(|&(k, c)| cm.observe_weighted(k, c));
     cm
 }
@@ -691,8 +691,8 @@ fn count_min_row_excess_matches_its_expectation() {
     let trials = 2000_u64;
     let queries = [(0_u64, "the heaviest key"), (50, "a mid key"), (1999, "a light key"), (5000, "an absent key")];
     let z = bonferroni_z(queries.len() * 2);
-    for width in [16_u32, 64] {
-        let w = f64::from(width);
+    for width in [16_usize, 64] {
+        let w = width as f64;
         for &(key, what) in &queries {
             let f = counts.iter().find(|&&(k, _)| k == key).map_or(0, |&(_, c)| c);
             let others_sq: f64 = counts.iter().filter(|&&(k, _)| k != key).map(|&(_, c)| (c * c) as f64).sum();
@@ -738,8 +738,8 @@ fn count_min_error_rate_is_at_most_delta() {
     let n: u64 = counts.iter().map(|&(_, c)| c).sum();
     let trials = 1500_u64;
     for depth in [1_u32, 2, 3] {
-        let width = 64_u32;
-        let cm0 = CountMin::with_params(width, depth, 0, Update::Standard).unwrap();
+        let width = 64_usize;
+        let cm0 = CountMin::with_seed(width, depth, 0).unwrap();
         let (epsilon, delta) = (cm0.epsilon(), cm0.delta());
         let mut exceed = 0_u64;
         let mut exceed_cu = 0_u64;
@@ -748,10 +748,19 @@ fn count_min_error_rate_is_at_most_delta() {
             let f = counts[key as usize].1;
             let seed = 0xE44_0000 + t;
             let cm = count_min_of(width, depth, seed, &counts);
-            let mut cu = CountMin::with_params(width, depth, seed, Update::Conservative).unwrap();
+            let mut cu = CountMin::builder(width, depth).seed(seed).update_rule(Update::Conservative).build().unwrap();
             counts.iter().for_each(|&(k, c)| cu.observe_weighted(k, c));
             let (e, e_cu) = (cm.estimate(key), cu.estimate(key));
             assert!(f <= e_cu && e_cu <= e, "never under, conservative never above standard");
+            // N = 16 955 fits in 16 bits: narrow counters never saturate, and answer alike.
+            let mut cu16 = CountMin::builder(width, depth)
+                .seed(seed)
+                .update_rule(Update::Conservative)
+                .counter_width(CounterWidth::Sixteen)
+                .build()
+                .unwrap();
+            counts.iter().for_each(|&(k, c)| cu16.observe_weighted(k, c));
+            assert_eq!((cu16.estimate(key), cu16.saturated_counters()), (e_cu, 0));
             exceed += u64::from((e - f) as f64 > epsilon * n as f64);
             exceed_cu += u64::from((e_cu - f) as f64 > epsilon * n as f64);
         }
@@ -864,16 +873,17 @@ fn binomial_tail(n: u64, p: f64, t: u64) -> f64 {
 fn counting_bloom_saturation_matches_the_binomial_tail() {
     let z = bonferroni_z(2);
     for (width, counters, hashes, items, filters) in
-        [(CounterWidth::Four, 10_000_u64, 4_u32, 20_000_u64, 20_u64), (CounterWidth::Eight, 2_000, 4, 115_000, 20)]
+        [(CounterWidth::Four, 10_000_usize, 4_u32, 20_000_u64, 20_u64), (CounterWidth::Eight, 2_000, 4, 115_000, 20)]
     {
-        let q = binomial_tail(u64::from(hashes) * items, 1.0 / counters as f64, u64::from(width.max()));
+        let q = binomial_tail(u64::from(hashes) * items, 1.0 / counters as f64, width.max());
         let mut saturated = 0;
         for t in 0..filters {
-            let mut f = CountingBloom::with_params(counters, hashes, width, 0x5A7_0000 + t).unwrap();
+            let mut f =
+                CountingBloom::builder(counters, hashes).counter_width(width).seed(0x5A7_0000 + t).build().unwrap();
             f.observe_all((0..items).map(|i| i + t * items));
             saturated += f.saturated_counters();
         }
-        let cells = (counters * filters) as f64;
+        let cells = (counters as u64 * filters) as f64;
         let (mean, sd) = (cells * q, (cells * q * (1.0 - q)).sqrt());
         assert!(
             (saturated as f64 - mean).abs() <= z * sd,

@@ -16,7 +16,6 @@ use proptest::sample::Index;
 use synopses::cardinality::{ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog};
 use synopses::core::{Mergeable, Operator};
 use synopses::frequency::{CountMin, Update};
-use synopses::hash::DEFAULT_SEED;
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 
 /// What the laws take of a type: `tests/common`'s `Subject` (answers, codec, merge), fed `u64`
@@ -225,6 +224,22 @@ fn widths() -> impl Strategy<Value = CounterWidth> {
     prop_oneof![Just(CounterWidth::Four), Just(CounterWidth::Eight), Just(CounterWidth::Sixteen)]
 }
 
+/// Count-Min's counter widths. At 8 bits, streams of up to 1500 items over rows of a few
+/// counters saturate some, so the laws are checked across saturation.
+fn cm_widths() -> impl Strategy<Value = CounterWidth> {
+    prop_oneof![
+        Just(CounterWidth::Eight),
+        Just(CounterWidth::Sixteen),
+        Just(CounterWidth::ThirtyTwo),
+        Just(CounterWidth::SixtyFour)
+    ]
+}
+
+/// Count-Min's update rule.
+fn cm_rule(conservative: bool) -> Update {
+    if conservative { Update::Conservative } else { Update::Standard }
+}
+
 fn cuts() -> impl Strategy<Value = Vec<Index>> {
     prop::collection::vec(any::<Index>(), 0..4)
 }
@@ -333,37 +348,40 @@ proptest! {
         algebra_laws(&FlajoletMartin::new(1 << log2).unwrap(), &a, &b, &c, true)?;
     }
 
+    /// With saturating counters too: `min(a + b, max)` is what one pass gives.
     #[test]
-    fn cm_partition_law(width in 1_u32..200, depth in 1_u32..6, seed in any::<u64>(), items in items(), cuts in cuts()) {
-        partition_law(&CountMin::with_params(width, depth, seed, Update::Standard).unwrap(), &items, &cuts)?;
+    fn cm_partition_law(width in 1_usize..200, depth in 1_u32..6, counters in cm_widths(), seed in any::<u64>(), items in items(), cuts in cuts()) {
+        let empty = CountMin::builder(width, depth).seed(seed).counter_width(counters).build().unwrap();
+        partition_law(&empty, &items, &cuts)?;
     }
 
     #[test]
-    fn cm_algebra(width in 1_u32..200, depth in 1_u32..6, conservative in any::<bool>(), a in items(), b in items(), c in items()) {
-        let update = if conservative { Update::Conservative } else { Update::Standard };
-        algebra_laws(&CountMin::with_params(width, depth, DEFAULT_SEED, update).unwrap(), &a, &b, &c, false)?;
+    fn cm_algebra(width in 1_usize..200, depth in 1_u32..6, counters in cm_widths(), conservative in any::<bool>(), a in items(), b in items(), c in items()) {
+        let update = cm_rule(conservative);
+        let empty = CountMin::builder(width, depth).update_rule(update).counter_width(counters).build().unwrap();
+        algebra_laws(&empty, &a, &b, &c, false)?;
     }
 
     #[test]
-    fn bloom_partition_law(bits in 1_u64..5000, hashes in 1_u32..12, seed in any::<u64>(), items in items(), cuts in cuts()) {
+    fn bloom_partition_law(bits in 1_usize..5000, hashes in 1_u32..12, seed in any::<u64>(), items in items(), cuts in cuts()) {
         partition_law(&Bloom::with_seed(bits, hashes, seed).unwrap(), &items, &cuts)?;
     }
 
     #[test]
-    fn bloom_algebra(bits in 1_u64..5000, hashes in 1_u32..12, a in items(), b in items(), c in items()) {
+    fn bloom_algebra(bits in 1_usize..5000, hashes in 1_u32..12, a in items(), b in items(), c in items()) {
         algebra_laws(&Bloom::new(bits, hashes).unwrap(), &a, &b, &c, true)?;
     }
 
     /// Small filters with up to 1500 items saturate many 4-bit and some 8-bit counters, so the
     /// laws are checked across saturation: `min(a + b, max)` is what one pass gives.
     #[test]
-    fn counting_bloom_partition_law(counters in 1_u64..2000, hashes in 1_u32..12, width in widths(), seed in any::<u64>(), items in items(), cuts in cuts()) {
-        partition_law(&CountingBloom::with_params(counters, hashes, width, seed).unwrap(), &items, &cuts)?;
+    fn counting_bloom_partition_law(counters in 1_usize..2000, hashes in 1_u32..12, width in widths(), seed in any::<u64>(), items in items(), cuts in cuts()) {
+        partition_law(&CountingBloom::builder(counters, hashes).counter_width(width).seed(seed).build().unwrap(), &items, &cuts)?;
     }
 
     #[test]
-    fn counting_bloom_algebra(counters in 1_u64..2000, hashes in 1_u32..12, width in widths(), a in items(), b in items(), c in items()) {
-        algebra_laws(&CountingBloom::with_params(counters, hashes, width, 3).unwrap(), &a, &b, &c, false)?;
+    fn counting_bloom_algebra(counters in 1_usize..2000, hashes in 1_u32..12, width in widths(), a in items(), b in items(), c in items()) {
+        algebra_laws(&CountingBloom::builder(counters, hashes).counter_width(width).seed(3).build().unwrap(), &a, &b, &c, false)?;
     }
 
     /// Any sequence of inserts and removes, against an exact multiset. Removing an item that
@@ -374,10 +392,10 @@ proptest! {
     /// `removing_false_positives_is_outside_the_contract` below shows what it costs.
     #[test]
     fn counting_bloom_against_a_multiset(
-        counters in 1_u64..400, hashes in 1_u32..10, width in widths(),
+        counters in 1_usize..400, hashes in 1_u32..10, width in widths(),
         ops in prop::collection::vec((any::<bool>(), 0..60_u64), 0..1500),
     ) {
-        let mut filter = CountingBloom::with_params(counters, hashes, width, 11).unwrap();
+        let mut filter = CountingBloom::builder(counters, hashes).counter_width(width).seed(11).build().unwrap();
         let mut model: HashMap<u64, u32> = HashMap::new();
         for (insert, x) in ops {
             let held = model.get(&x).copied().unwrap_or(0);
@@ -395,9 +413,9 @@ proptest! {
             for (&y, &n) in &model {
                 prop_assert!(n == 0 || filter.contains(y), "false negative: {} held {} times", y, n);
                 let count = filter.estimate(y);
-                prop_assert!(count >= n || count == width.max(), "count {} < {} for {}", count, n, y);
+                prop_assert!(count >= u64::from(n) || count == width.max(), "count {} < {} for {}", count, n, y);
             }
-            prop_assert_eq!(filter.items(), model.values().map(|&n| u64::from(n)).sum::<u64>());
+            prop_assert_eq!(filter.total(), model.values().map(|&n| u64::from(n)).sum::<u64>());
         }
         // A counter that never saturated is exact (saturated counters never come back down),
         // so without saturation the filter is the one built from the multiset directly.
@@ -416,12 +434,12 @@ proptest! {
     /// Converting between widths keeps every member, and widening then narrowing back is the
     /// identity.
     #[test]
-    fn counting_bloom_width_conversions(counters in 1_u64..400, hashes in 1_u32..8, from in widths(), to in widths(), items in items()) {
-        let filter = observed(&CountingBloom::with_params(counters, hashes, from, 5).unwrap(), &items);
+    fn counting_bloom_width_conversions(counters in 1_usize..400, hashes in 1_u32..8, from in widths(), to in widths(), items in items()) {
+        let filter = observed(&CountingBloom::builder(counters, hashes).counter_width(from).seed(5).build().unwrap(), &items);
         let converted = filter.with_counter_width(to).unwrap();
         prop_assert!(items.iter().all(|&x| converted.contains(x)));
         prop_assert_eq!(converted.to_bloom(), filter.to_bloom());
-        prop_assert_eq!(converted.items(), filter.items());
+        prop_assert_eq!(converted.total(), filter.total());
         if to.bits() >= from.bits() {
             prop_assert_eq!(converted.with_counter_width(from).unwrap(), filter);
         }
@@ -429,21 +447,22 @@ proptest! {
 
     /// Against an exact `HashSet`: no false negatives, ever, and an empty filter holds nothing.
     #[test]
-    fn bloom_has_no_false_negatives(bits in 1_u64..20_000, hashes in 1_u32..16, items in prop::collection::vec(any::<u64>(), 0..2000)) {
+    fn bloom_has_no_false_negatives(bits in 1_usize..20_000, hashes in 1_u32..16, items in prop::collection::vec(any::<u64>(), 0..2000)) {
         let empty = Bloom::new(bits, hashes).unwrap();
         prop_assert!(items.iter().all(|x| !empty.contains(x)));
         let filter = observed(&empty, &items);
         prop_assert!(items.iter().all(|x| filter.contains(x)));
     }
 
-    /// Against an exact `HashMap`: neither rule ever under-counts, and the conservative
-    /// estimate is never above the standard one on the same stream (uniform and skewed keys,
-    /// weighted counts).
+    /// Against an exact `HashMap`: neither rule ever under-counts (but for an answer at the
+    /// counters' maximum, which says "saturated"), and the conservative estimate is never
+    /// above the standard one on the same stream (uniform and skewed keys, weighted counts).
     #[test]
-    fn cm_never_undercounts(width in 1_u32..300, depth in 1_u32..6, skew in any::<bool>(),
+    fn cm_never_undercounts(width in 1_usize..300, depth in 1_u32..6, counters in cm_widths(), skew in any::<bool>(),
                             stream in prop::collection::vec((0..5000_u64, 1..20_u64), 0..2000)) {
-        let standard = CountMin::with_params(width, depth, 3, Update::Standard).unwrap();
-        let conservative = CountMin::with_params(width, depth, 3, Update::Conservative).unwrap();
+        let builder = CountMin::builder(width, depth).seed(3).counter_width(counters);
+        let standard = builder.build().unwrap();
+        let conservative = builder.update_rule(Update::Conservative).build().unwrap();
         let (mut cm, mut cu) = (standard.empty_like(), conservative.empty_like());
         let mut truth = std::collections::HashMap::new();
         for &(key, count) in &stream {
@@ -453,28 +472,66 @@ proptest! {
             cu.observe_weighted(key, count);
             *truth.entry(key).or_insert(0_u64) += count;
         }
+        let max = counters.max();
         for (&key, &f) in &truth {
-            prop_assert!(f <= cu.estimate(key) && cu.estimate(key) <= cm.estimate(key), "key {key}: {f}");
+            prop_assert!(f <= cu.estimate(key) || cu.estimate(key) == max, "key {key}: {f}");
+            prop_assert!(cu.estimate(key) <= cm.estimate(key), "key {key}: {f}");
+            // The upper bound holds always, saturated or not.
+            prop_assert!(f as f64 <= cm.bounds(key).upper && f as f64 <= cu.bounds(key).upper, "key {key}: {f}");
         }
         let n: u64 = truth.values().sum();
         prop_assert_eq!((cm.total(), cu.total()), (n, n));
+    }
+
+    /// Under the standard rule a narrow counter is its 64-bit counterpart clamped at the
+    /// maximum, and the minimum commutes with the clamp: a narrow sketch answers exactly
+    /// `min(64-bit estimate, max)`, whether built in one pass or merged from parts.
+    #[test]
+    fn cm_narrow_counters_are_the_wide_ones_clamped(
+        width in 1_usize..100, depth in 1_u32..5, counters in cm_widths(),
+        stream in prop::collection::vec((0..300_u64, 1..200_u64), 0..500), cuts in cuts(),
+    ) {
+        let wide = CountMin::builder(width, depth).seed(5).build().unwrap();
+        let narrow = CountMin::builder(width, depth).seed(5).counter_width(counters).build().unwrap();
+        let (mut w, mut n) = (wide.clone(), narrow.clone());
+        for &(key, count) in &stream {
+            w.observe_weighted(key, count);
+            n.observe_weighted(key, count);
+        }
+        let keys: Vec<u64> = stream.iter().map(|&(k, _)| k).collect();
+        let mut merged = narrow.empty_like();
+        for part in split(&keys, &cuts) {
+            let mut piece = narrow.clone();
+            part.iter().for_each(|&k| piece.observe(k));
+            merged.merge(&piece).unwrap();
+        }
+        let once = observed(&narrow, &keys);
+        let wide_once = observed(&wide, &keys);
+        for key in 0..300_u64 {
+            prop_assert_eq!(n.estimate(key), w.estimate(key).min(counters.max()));
+            prop_assert_eq!(once.estimate(key), wide_once.estimate(key).min(counters.max()));
+        }
+        prop_assert_eq!(&merged, &once);
+        prop_assert_eq!(n.total(), w.total());
     }
 
     /// Conservative update is not linear, so its merge is not the sketch of the whole stream.
     /// What the docs promise holds instead: every merged estimate is at least the true count
     /// and at most the standard sketch's estimate over the whole stream.
     #[test]
-    fn cu_merge_is_sandwiched(width in 1_u32..100, depth in 1_u32..5, items in items(), cuts in cuts()) {
-        let cu = CountMin::with_params(width, depth, DEFAULT_SEED, Update::Conservative).unwrap();
+    fn cu_merge_is_sandwiched(width in 1_usize..100, depth in 1_u32..5, counters in cm_widths(), items in items(), cuts in cuts()) {
+        let builder = CountMin::builder(width, depth).counter_width(counters);
+        let cu = builder.update_rule(Update::Conservative).build().unwrap();
         let mut union = cu.empty_like();
         for part in split(&items, &cuts) {
             union.merge(&observed(&cu, part)).unwrap();
         }
-        let standard = observed(&CountMin::with_params(width, depth, DEFAULT_SEED, Update::Standard).unwrap(), &items);
+        let standard = observed(&builder.build().unwrap(), &items);
         let mut truth = std::collections::HashMap::new();
         items.iter().for_each(|&x| *truth.entry(x).or_insert(0_u64) += 1);
         for (&x, &f) in &truth {
-            prop_assert!(f <= union.estimate(x) && union.estimate(x) <= standard.estimate(x));
+            prop_assert!(f <= union.estimate(x) || union.estimate(x) == counters.max());
+            prop_assert!(union.estimate(x) <= standard.estimate(x));
         }
         prop_assert_eq!(union.total(), items.len() as u64);
     }
@@ -518,11 +575,11 @@ proptest! {
     /// total is within a few counts of saturating.
     #[test]
     fn cm_observe_all_equals_one_by_one(
-        width in 1_u32..300, depth in 1_u32..12, conservative in any::<bool>(),
+        width in 1_usize..300, depth in 1_u32..12, counters in cm_widths(), conservative in any::<bool>(),
         head in 0_u64..=u64::MAX, near_full in any::<bool>(), items in items(),
     ) {
-        let update = if conservative { Update::Conservative } else { Update::Standard };
-        let mut batch = CountMin::with_params(width, depth, 9, update).unwrap();
+        let builder = CountMin::builder(width, depth).seed(9).update_rule(cm_rule(conservative));
+        let mut batch = builder.counter_width(counters).build().unwrap();
         batch.observe_weighted(0_u64, if near_full { u64::MAX - 3 } else { head % 1000 });
         let mut single = batch.clone();
         batch.observe_all(&items);
@@ -734,7 +791,7 @@ fn removing_false_positives_is_outside_the_contract() -> Result<(), Box<dyn std:
     let mut filter = full;
     (0..MEMBERS / 2).try_for_each(|x| filter.remove(x))?;
     assert!((MEMBERS / 2..MEMBERS).all(|x| filter.contains(x)));
-    assert_eq!(filter.items(), MEMBERS / 2);
+    assert_eq!(filter.total(), MEMBERS / 2);
     Ok(())
 }
 
@@ -1070,7 +1127,7 @@ mod partitioned {
         fn partitioned_runs_equal_one_pass(workers in prop_oneof![Just(1_usize), Just(2), Just(4), Just(8)], items in items()) {
             let hll = HyperLogLog::new(8).unwrap();
             let cm = CountMin::new(64, 3).unwrap();
-            let cbf = CountingBloom::with_params(500, 3, CounterWidth::Four, 1).unwrap();
+            let cbf = CountingBloom::with_seed(500, 3, 1).unwrap();
             macro_rules! every_partitioner {
                 ($proto:expr) => {
                     check_all($proto, KeyGrouping::new(workers).unwrap(), &items)?;

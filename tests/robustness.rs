@@ -1170,13 +1170,18 @@ fn fm_merges_of_different_configurations_fail_and_change_nothing() -> TestResult
 // Count-Min
 // ---------------------------------------------------------------------------------------------
 
-/// A Count-Min body: width, depth, update byte, seed, total, counters.
+/// A Count-Min body: width, depth, update byte, seed, total, counters, each of the width the
+/// update byte's bits 6..4 name (code 0 → 8 bytes, 1 → 4, 2 → 2, 3 → 1; 8 for the others).
 fn cm_body(width: u32, depth: u8, update: u8, seed: u64, total: u64, counters: &[u64]) -> Vec<u8> {
     let mut body = width.to_le_bytes().to_vec();
     body.extend_from_slice(&[depth, update]);
     body.extend_from_slice(&seed.to_le_bytes());
     body.extend_from_slice(&total.to_le_bytes());
-    counters.iter().for_each(|c| body.extend_from_slice(&c.to_le_bytes()));
+    let bytes = match update >> 4 & 0x07 {
+        code @ 0..=3 => 8 >> code,
+        _ => 8,
+    };
+    counters.iter().for_each(|c| body.extend_from_slice(&c.to_le_bytes()[..bytes]));
     body
 }
 
@@ -1192,25 +1197,42 @@ proptest! {
 
 #[test]
 fn cm_crafted_invalid_fields_are_rejected() -> TestResult {
-    let valid = envelope(CM, &cm_body(2, 1, 0, 0, 3, &[1, 2]));
+    let valid = envelope(CM, &cm_body(2, 1, 0x80, 0, 3, &[1, 2]));
     assert_eq!(CountMin::from_bytes(&valid)?.total(), 3, "the control decodes");
     for (what, body, field) in [
-        ("width 0", cm_body(0, 1, 0, 0, 0, &[]), "width and depth"),
-        ("depth 0", cm_body(2, 0, 0, 0, 0, &[]), "width and depth"),
-        ("depth 33", cm_body(2, 33, 0, 0, 0, &[0; 66]), "width and depth"),
-        ("2^28 counters", cm_body(1 << 23, 32, 0, 0, 0, &[]), "width and depth"),
-        ("update 2", cm_body(2, 1, 2, 0, 3, &[1, 2]), "update"),
-        ("standard row sum below the total", cm_body(2, 1, 0, 0, 4, &[1, 2]), "counters"),
-        ("standard row sum above the total", cm_body(2, 1, 0, 0, 2, &[1, 2]), "counters"),
-        ("conservative counter above the total", cm_body(2, 1, 1, 0, 2, &[0, 3]), "counters"),
-        ("conservative row above the total", cm_body(2, 1, 1, 0, 3, &[2, 2]), "counters"),
+        ("width 0", cm_body(0, 1, 0x80, 0, 0, &[]), "width and depth"),
+        ("depth 0", cm_body(2, 0, 0x80, 0, 0, &[]), "width and depth"),
+        ("depth 33", cm_body(2, 33, 0x80, 0, 0, &[0; 66]), "width and depth"),
+        ("2^28 counters", cm_body(1 << 23, 32, 0x80, 0, 0, &[]), "width and depth"),
+        ("update 2", cm_body(2, 1, 0x82, 0, 3, &[1, 2]), "update"),
+        // The double-hashed rows of a layout that was never published: refused, not guessed.
+        ("standard, double-hashed rows", cm_body(2, 1, 0, 0, 3, &[1, 2]), "update"),
+        ("conservative, double-hashed rows", cm_body(2, 1, 1, 0, 2, &[1, 2]), "update"),
+        ("standard row sum below the total", cm_body(2, 1, 0x80, 0, 4, &[1, 2]), "counters"),
+        ("standard row sum above the total", cm_body(2, 1, 0x80, 0, 2, &[1, 2]), "counters"),
+        ("conservative counter above the total", cm_body(2, 1, 0x81, 0, 2, &[0, 3]), "counters"),
+        ("conservative row above the total", cm_body(2, 1, 0x81, 0, 3, &[2, 2]), "counters"),
+        ("counter width code 4", cm_body(2, 1, 0xC0, 0, 3, &[1, 2]), "counter width"),
+        ("bits 3..1 set", cm_body(2, 1, 0x88, 0, 3, &[1, 2]), "update"),
+        // 8-bit counters (code 3): a saturated counter (255) lost at least what passed 255.
+        ("8-bit row below the total", cm_body(2, 1, 0xB0, 0, 141, &[100, 40]), "counters"),
+        ("8-bit saturated row above the total", cm_body(2, 1, 0xB0, 0, 290, &[255, 40]), "counters"),
+        ("8-bit counter above the total", cm_body(2, 1, 0xB1, 0, 100, &[255, 0]), "counters"),
     ] {
         let r = CountMin::from_bytes(&envelope(CM, &body));
         assert!(is_invalid_field(&r, field), "{what}: {r:?}");
     }
-    let truncated = CountMin::from_bytes(&envelope(CM, &cm_body(2, 2, 0, 0, 3, &[1, 2, 3])));
+    for (what, body) in [
+        ("8-bit, exact", cm_body(2, 1, 0xB0, 0, 140, &[100, 40])),
+        ("8-bit, one saturated", cm_body(2, 1, 0xB0, 0, 300, &[255, 40])),
+        ("16-bit conservative", cm_body(2, 1, 0xA1, 0, 300, &[100, 40])),
+        ("32-bit", cm_body(2, 1, 0x90, 0, 7, &[3, 4])),
+    ] {
+        assert!(CountMin::from_bytes(&envelope(CM, &body)).is_ok(), "{what}");
+    }
+    let truncated = CountMin::from_bytes(&envelope(CM, &cm_body(2, 2, 0x80, 0, 3, &[1, 2, 3])));
     assert!(matches!(truncated, Err(DecodeError::Truncated { .. })), "{truncated:?}");
-    let trailing = CountMin::from_bytes(&envelope(CM, &cm_body(1, 1, 0, 0, 3, &[3, 0])));
+    let trailing = CountMin::from_bytes(&envelope(CM, &cm_body(1, 1, 0x80, 0, 3, &[3, 0])));
     assert_eq!(trailing, Err(DecodeError::TrailingBytes(8)));
     Ok(())
 }
@@ -1218,7 +1240,7 @@ fn cm_crafted_invalid_fields_are_rejected() -> TestResult {
 #[test]
 fn cm_decoding_allocates_in_proportion_to_its_input() {
     // 34 bytes of body claiming 2^27 counters (1 GiB).
-    let bytes = envelope(CM, &cm_body(1 << 22, 32, 0, 0, 0, &[]));
+    let bytes = envelope(CM, &cm_body(1 << 22, 32, 0x80, 0, 0, &[]));
     assert_allocates_at_most_its_input::<CountMin>(&bytes);
 }
 
@@ -1228,6 +1250,12 @@ fn cm_invalid_parameters_are_config_errors() {
         let err = CountMin::new(width, depth).expect_err("invalid size");
         assert_eq!(err.parameter(), parameter, "{width} × {depth}");
     }
+    // 1 GiB of counters at most, whatever their width: 2^30 8-bit ones, 2^27 64-bit ones.
+    let eight_bit = |width| CountMin::builder(width, 1).counter_width(CounterWidth::Eight).build();
+    assert!(eight_bit(1 << 30).is_ok());
+    assert_eq!(eight_bit((1 << 30) + 1).map_err(|e| e.parameter()).err(), Some("width"));
+    let four_bit = CountMin::builder(8, 1).counter_width(CounterWidth::Four).build();
+    assert_eq!(four_bit.map_err(|e| e.parameter()).err(), Some("counter_width"));
     for (epsilon, delta, parameter) in [
         (f64::NAN, 0.1, "epsilon"),
         (0.0, 0.1, "epsilon"),
@@ -1247,18 +1275,20 @@ fn cm_invalid_parameters_are_config_errors() {
 
 #[test]
 fn cm_mismatched_merges_fail_and_change_nothing() -> TestResult {
-    let mut a = CountMin::with_params(64, 3, 1, Update::Standard)?;
+    let mut a = CountMin::with_seed(64, 3, 1)?;
     a.observe_all(0..100_u64);
     let before = a.clone();
     for (other, parameter) in [
-        (CountMin::with_params(65, 3, 1, Update::Standard)?, "width"),
-        (CountMin::with_params(64, 4, 1, Update::Standard)?, "depth"),
-        (CountMin::with_params(64, 3, 2, Update::Standard)?, "seed"),
-        (CountMin::with_params(64, 3, 1, Update::Conservative)?, "update"),
+        (CountMin::with_seed(65, 3, 1)?, "width"),
+        (CountMin::with_seed(64, 4, 1)?, "depth"),
+        (CountMin::with_seed(64, 3, 2)?, "seed"),
+        (CountMin::builder(64, 3).seed(1).update_rule(Update::Conservative).build()?, "update"),
+        (CountMin::builder(64, 3).seed(1).counter_width(CounterWidth::ThirtyTwo).build()?, "counter width"),
     ] {
         assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
         assert_eq!(a, before);
-        if parameter != "update" {
+        // An inner product needs only the same rows and columns.
+        if parameter != "update" && parameter != "counter width" {
             assert_eq!(a.inner_product(&other).map_err(|e| e.parameter()), Err(parameter));
         }
     }
@@ -1380,8 +1410,8 @@ proptest! {
 fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
     // The control: 20 four-bit counters in 2 words, all 15 (saturated).
     let control = CountingBloom::from_bytes(&envelope(CBF, &cbf_body(20, 4, 3, 0, 7, &[u64::MAX, 0xFFFF])))?;
-    assert_eq!((control.saturated_counters(), control.items()), (20, 7));
-    let mut written = CountingBloom::with_params(20, 3, CounterWidth::Four, 0)?;
+    assert_eq!((control.saturated_counters(), control.total()), (20, 7));
+    let mut written = CountingBloom::with_seed(20, 3, 0)?;
     written.observe_hash(5);
     let mut words = vec![0_u64; 2];
     let encoded = written.to_bytes();
@@ -1401,8 +1431,8 @@ fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
         ("the last spare bit", cbf_body(1, 16, 3, 0, 0, &[1 << 63]), "counters"),
         // The audit's example: no items, counters set (none saturated: each insertion added
         // exactly k = 3 to the counters, each removal took 3 away).
-        ("no items, counters set", cbf_body(16, 4, 3, 0, 0, &[0x111]), "items"),
-        ("counters short of k times the items", cbf_body(16, 4, 3, 0, 2, &[0x111]), "items"),
+        ("no items, counters set", cbf_body(16, 4, 3, 0, 0, &[0x111]), "total"),
+        ("counters short of k times the items", cbf_body(16, 4, 3, 0, 2, &[0x111]), "total"),
     ] {
         let r = CountingBloom::from_bytes(&envelope(CBF, &body));
         assert!(is_invalid_field(&r, field), "{what}: {r:?}");
@@ -1418,10 +1448,10 @@ fn cbf_crafted_invalid_fields_are_rejected() -> TestResult {
     assert!(matches!(Bloom::from_bytes(&control.to_bytes()), Err(DecodeError::WrongFamily { expected: 4, found: 6 })));
     // Saturated counters break the count (a saturated item removed as often as it went in
     // leaves them set), so with one the items are not checked against them.
-    let mut saturated = CountingBloom::with_params(20, 3, CounterWidth::Four, 0)?;
+    let mut saturated = CountingBloom::with_seed(20, 3, 0)?;
     (0..20).for_each(|_| saturated.observe_hash(5));
     (0..20).for_each(|_| saturated.remove_hash(5).expect("a member"));
-    assert_eq!((saturated.items(), saturated.saturated_counters() > 0), (0, true));
+    assert_eq!((saturated.total(), saturated.saturated_counters() > 0), (0, true));
     assert_eq!(CountingBloom::from_bytes(&saturated.to_bytes())?, saturated);
     Ok(())
 }
@@ -1435,8 +1465,10 @@ fn cbf_decoding_allocates_in_proportion_to_its_input() {
 
 #[test]
 fn cbf_invalid_parameters_are_config_errors() {
-    use CounterWidth::{Eight, Four, Sixteen};
+    use CounterWidth::{Eight, Four, Sixteen, SixtyFour, ThirtyTwo};
     for (counters, hashes, width, parameter) in [
+        (100, 3, ThirtyTwo, "counter_width"),
+        (100, 3, SixtyFour, "counter_width"),
         (0, 3, Four, "counters"),
         ((1 << 31) + 1, 3, Four, "counters"),
         ((1 << 30) + 1, 3, Eight, "counters"),
@@ -1444,7 +1476,7 @@ fn cbf_invalid_parameters_are_config_errors() {
         (100, 0, Four, "hashes"),
         (100, 33, Four, "hashes"),
     ] {
-        let r = CountingBloom::with_params(counters, hashes, width, 0);
+        let r = CountingBloom::builder(counters, hashes).counter_width(width).seed(0).build();
         assert_eq!(r.map_err(|e| e.parameter()).err(), Some(parameter), "{counters}, {hashes}, {width:?}");
     }
     for (n, p, parameter) in [
@@ -1460,6 +1492,10 @@ fn cbf_invalid_parameters_are_config_errors() {
         let err = CountingBloom::with_false_positive_rate(n, p).expect_err("invalid target");
         assert_eq!(err.parameter(), parameter, "{n} items at {p}");
     }
+    // A target within the 4-bit limit but past the 8-bit one: 2^30 eight-bit counters hold
+    // about 1.1e8 items at 1 %.
+    let eight_bit = CountingBloom::builder_for_false_positive_rate(150_000_000, 0.01).counter_width(Eight).build();
+    assert_eq!(eight_bit.map_err(|e| e.parameter()).err(), Some("expected_items"));
     // Widening past the memory limit is an error too, not a huge allocation.
     // (2^29 + 1 four-bit counters, 256 MiB of zeroed and so untouched pages, cannot widen.)
     let big = CountingBloom::new((1 << 29) + 1, 1).map(|f| f.with_counter_width(Sixteen).map_err(|e| e.parameter()));
@@ -1468,14 +1504,14 @@ fn cbf_invalid_parameters_are_config_errors() {
 
 #[test]
 fn cbf_mismatched_merges_fail_and_change_nothing() -> TestResult {
-    let mut a = CountingBloom::with_params(1000, 3, CounterWidth::Four, 1)?;
+    let mut a = CountingBloom::with_seed(1000, 3, 1)?;
     a.observe_all(0..100_u64);
     let before = a.clone();
     for (other, parameter) in [
-        (CountingBloom::with_params(1001, 3, CounterWidth::Four, 1)?, "counters"),
-        (CountingBloom::with_params(1000, 4, CounterWidth::Four, 1)?, "hashes"),
-        (CountingBloom::with_params(1000, 3, CounterWidth::Eight, 1)?, "counter width"),
-        (CountingBloom::with_params(1000, 3, CounterWidth::Four, 2)?, "seed"),
+        (CountingBloom::with_seed(1001, 3, 1)?, "counters"),
+        (CountingBloom::with_seed(1000, 4, 1)?, "hashes"),
+        (CountingBloom::builder(1000, 3).counter_width(CounterWidth::Eight).seed(1).build()?, "counter width"),
+        (CountingBloom::with_seed(1000, 3, 2)?, "seed"),
     ] {
         assert_eq!(a.merge(&other).map_err(|e| e.parameter()), Err(parameter));
         assert_eq!(a, before);

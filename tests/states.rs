@@ -430,13 +430,19 @@ impl Reachable for HeavyHitters<u64> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
+    /// Every counter width; at 8 and 16 bits the counts of `count()` and the self-merges
+    /// saturate counters long before the total.
     #[test]
     fn cm_states_are_valid(
-        width in 1_u32..64, depth in 1_u32..6, conservative in any::<bool>(), seed in any::<u64>(),
+        width in 1_usize..64, depth in 1_u32..6, conservative in any::<bool>(), seed in any::<u64>(),
+        counters in prop_oneof![
+            Just(CounterWidth::Eight), Just(CounterWidth::Sixteen), Just(CounterWidth::ThirtyTwo), Just(CounterWidth::SixtyFour)
+        ],
         ops in prop::collection::vec(CountMin::op(), 0..16),
     ) {
         let update = if conservative { Update::Conservative } else { Update::Standard };
-        run(CountMin::with_params(width, depth, seed, update).expect("valid parameters"), &ops)?;
+        let empty = CountMin::builder(width, depth).seed(seed).update_rule(update).counter_width(counters).build();
+        run(empty.expect("valid parameters"), &ops)?;
     }
 
     #[test]
@@ -449,16 +455,24 @@ proptest! {
 fn counts_saturate_at_u64_max() -> Result<(), TestCaseError> {
     let saturate = [Freq::Observe(1, u64::MAX), Freq::Observe(2, u64::MAX), Freq::Observe(1, 5), Freq::MergeSelf(70)];
     for update in [Update::Standard, Update::Conservative] {
-        let cm = run(CountMin::with_params(4, 3, 9, update).expect("valid parameters"), &saturate)?;
+        let cm =
+            run(CountMin::builder(4, 3).seed(9).update_rule(update).build().expect("valid parameters"), &saturate)?;
         assert_eq!((cm.total(), cm.estimate(1_u64)), (u64::MAX, u64::MAX));
         assert_eq!(cm.inner_product(&cm), Ok(u64::MAX));
+        // Narrow counters saturate at their maximum, long before the total, and stay there.
+        let narrow = CountMin::builder(4, 3).seed(9).update_rule(update).counter_width(CounterWidth::Eight);
+        let cm = run(narrow.build().expect("valid parameters"), &[Freq::Observe(1, 200), Freq::Observe(1, 100)])?;
+        assert_eq!((cm.total(), cm.estimate(1_u64), cm.bounds(1_u64).upper), (300, 255, 300.0));
+        assert!(cm.saturated_counters() >= 3);
+        let cm = run(cm, &saturate)?;
+        assert_eq!((cm.total(), cm.estimate(1_u64)), (u64::MAX, 255));
     }
     let hh = run(HeavyHitters::<u64>::new(2).expect("a valid capacity"), &saturate)?;
     assert_eq!(hh.total(), u64::MAX);
     let mut filter = CountingBloom::new(64, 3).expect("valid parameters");
     filter.observe(1_u64);
     merge_self_times(&mut filter, 70);
-    assert_eq!(filter.items(), u64::MAX);
+    assert_eq!(filter.total(), u64::MAX);
     check_state(&filter)?;
     Ok(())
 }
@@ -567,17 +581,17 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn bloom_states_are_valid(bits in 1_u64..300, hashes in 1_u32..8, ops in prop::collection::vec(Bloom::op(), 0..16)) {
+    fn bloom_states_are_valid(bits in 1_usize..300, hashes in 1_u32..8, ops in prop::collection::vec(Bloom::op(), 0..16)) {
         run(Bloom::new(bits, hashes).expect("valid parameters"), &ops)?;
     }
 
     #[test]
     fn counting_bloom_states_are_valid(
-        counters in 1_u64..200, hashes in 1_u32..8, w in 0_usize..3,
+        counters in 1_usize..200, hashes in 1_u32..8, w in 0_usize..3,
         ops in prop::collection::vec(CountingBloom::op(), 0..16),
     ) {
         let width = [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen][w];
-        run(CountingBloom::with_params(counters, hashes, width, 3).expect("valid parameters"), &ops)?;
+        run(CountingBloom::builder(counters, hashes).counter_width(width).seed(3).build().expect("valid parameters"), &ops)?;
     }
 }
 
@@ -1025,9 +1039,9 @@ fn partitions_too_large_to_allocate_are_refused() -> Result<(), Box<dyn std::err
 
 #[test]
 fn absurd_sizes_are_config_errors() {
-    assert!(CountMin::new(u32::MAX, 32).is_err());
-    assert!(Bloom::new(u64::MAX, 3).is_err());
-    assert!(CountingBloom::new(u64::MAX, 3).is_err());
+    assert!(CountMin::new(usize::MAX, 32).is_err());
+    assert!(Bloom::new(usize::MAX, 3).is_err());
+    assert!(CountingBloom::new(usize::MAX, 3).is_err());
     assert!(HeavyHitters::<u64>::new(usize::MAX).is_err());
     assert!(Reservoir::<u64>::new(usize::MAX, 1).is_err());
     assert!(PrioritySample::<u64>::new(usize::MAX, 1).is_err());

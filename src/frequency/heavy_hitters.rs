@@ -42,7 +42,8 @@ pub enum Guarantee {
 /// coincide keep counters of their own, and no count is ever above its item's frequency.
 /// An adversary who knows the seed can craft many items of one hash: they stay correct, but
 /// each update then walks past all of them. On untrusted items use a secret seed
-/// ([`with_seed`](Self::with_seed)).
+/// ([`with_seed`](Self::with_seed)). Since the summary keeps the items themselves, it takes
+/// items, not hashes: there is no `observe_hash`.
 ///
 /// ```
 /// use synopses::frequency::HeavyHitters;
@@ -131,6 +132,34 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// ```
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// The number of items kept: at most twice the [capacity](Self::capacity) (the summary
+    /// reduces to the capacity once it holds more).
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let mut hh = HeavyHitters::new(10)?;
+    /// hh.observe_all(["a", "b", "a"]);
+    /// assert_eq!(hh.len(), 2);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Whether no item is kept (nothing observed, or only zero counts).
+    ///
+    /// ```
+    /// # use synopses::frequency::HeavyHitters;
+    /// let mut hh = HeavyHitters::new(10)?;
+    /// assert!(hh.is_empty());
+    /// hh.observe("a");
+    /// assert!(!hh.is_empty());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
     }
 
     /// The total count observed, `N` (saturating).

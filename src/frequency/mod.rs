@@ -6,7 +6,7 @@
 //!
 //! | type | memory | error | use it for |
 //! |---|---|---|---|
-//! | [`CountMin`] | `8 · width · depth` bytes | `≤ ε·N` with probability `1 − δ`, `ε = e/width`, `δ = e^-depth`; never an under-count | point counts of items you name, join sizes |
+//! | [`CountMin`] | `width · depth` counters of 8 bytes (or 4, 2, 1) | `≤ ε·N` with probability `1 − δ`, `ε = e/width`, `δ = e^-depth`; never an under-count | point counts of items you name, join sizes |
 //! | [`HeavyHitters`] | `capacity` (up to `2·capacity`) items and counts | `≤ N/(capacity+1)`, always; never an over-count | the most frequent items themselves, top-k |
 //!
 //! # The idea: hash into a few small counter arrays, take the minimum
@@ -39,7 +39,7 @@
 //!   f(x)  ≤  estimate(x)  ≤  f(x) + ε·N     with probability at least 1 − δ
 //! ```
 //!
-//! | width × depth | memory | ε | δ |
+//! | width × depth | memory (64-bit counters) | ε | δ |
 //! |---|---|---|---|
 //! | 272 × 3 | 6.4 KiB | 1 % of N | 5 % |
 //! | 2 719 × 5 | 106 KiB | 0.1 % of N | 0.7 % |
@@ -47,6 +47,23 @@
 //!
 //! The bound is relative to the *total*, so it is tight for frequent items and meaningless
 //! for rare ones: an item seen 3 times in a stream of 10⁹ is estimated within ±10⁶ at 0.1 %.
+//!
+//! # Counter width
+//!
+//! No counter ever holds more than the total count `N`. So the counters need only as many
+//! bits as `N` does: with [`CounterWidth::ThirtyTwo`] a sketch of a stream of fewer than 2^32
+//! counts is exactly the sketch 64-bit counters would hold, in half the memory (80 KiB
+//! instead of 160 KiB at 4096 × 5; 16-bit counters take 40 KiB, 8-bit ones 20 KiB). Choose
+//! it with [`CountMinBuilder::counter_width`].
+//!
+//! Past that, counters saturate as a [`CountingBloom`](crate::membership::CountingBloom)'s
+//! do: a counter that reaches its maximum stays there. Saturation only ever lowers a counter
+//! below what it would count, so an estimate *below* the maximum is still never below the
+//! true count (the minimum over the rows is then a counter that counted exactly), and the
+//! `ε·N` bound still holds. An estimate *equal* to the maximum means that all the item's
+//! counters saturated: its count is unknown, up to `N`, which is what
+//! [`CountMin::bounds`] answers then. [`CountMin::saturated_counters`] says whether any
+//! counter saturated. Sketches merge only with sketches of the same width; widths do not mix.
 //!
 //! # Conservative update
 //!
@@ -65,7 +82,7 @@
 //! (`tests/laws.rs`). With the conservative update the sum of two sketches is a valid sketch
 //! of the union in the sense that matters, never below the truth and never above what a
 //! standard sketch would say, but it is not the conservative sketch of the union. Sketches
-//! merge only with the same width, depth, seed and update rule.
+//! merge only with the same width, depth, seed, update rule and counter width.
 //!
 //! # Heavy hitters: keep the candidates
 //!
@@ -93,8 +110,8 @@
 //!
 //! # Limits
 //!
-//! Counts are `u64` and saturate at `u64::MAX` rather than wrap: the totals, every counter,
-//! a merge's sums, the heavy hitters' error. A saturated total says "at least `u64::MAX`";
+//! Counts are `u64` and saturate at `u64::MAX` rather than wrap: the totals, every 64-bit
+//! counter (narrower ones at their maximum, above), a merge's sums, the heavy hitters' error. A saturated total says "at least `u64::MAX`";
 //! the guarantees hold up to it. [`CountMin::inner_product`] sums its products in 128 bits,
 //! saturating, and answers at most `u64::MAX`.
 //!
@@ -134,7 +151,9 @@
 //!   filter.* ESA 2006 (double hashing).
 
 mod count_min;
+mod counters;
 mod heavy_hitters;
 
-pub use count_min::{CountMin, Update};
+pub use crate::membership::CounterWidth;
+pub use count_min::{CountMin, CountMinBuilder, Update};
 pub use heavy_hitters::{Guarantee, HeavyHitters};

@@ -51,7 +51,7 @@ impl Bloom {
     /// assert!(Bloom::new(0, 7).is_err());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn new(bits: u64, hashes: u32) -> Result<Self, ConfigError> {
+    pub fn new(bits: usize, hashes: u32) -> Result<Self, ConfigError> {
         Self::with_seed(bits, hashes, DEFAULT_SEED)
     }
 
@@ -63,17 +63,15 @@ impl Bloom {
     /// assert_eq!(Bloom::with_seed(1024, 3, 5)?.seed(), 5);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn with_seed(bits: u64, hashes: u32, seed: u64) -> Result<Self, ConfigError> {
-        if !(1..=MAX_BITS).contains(&bits) {
+    pub fn with_seed(bits: usize, hashes: u32, seed: u64) -> Result<Self, ConfigError> {
+        if !(1..=MAX_BITS).contains(&(bits as u64)) {
             return Err(ConfigError::new("bits", bits, "an integer in 1..=2^33"));
         }
         if !(1..=MAX_HASHES).contains(&hashes) {
             return Err(ConfigError::new("hashes", hashes, "an integer in 1..=32"));
         }
-        let Ok(length) = usize::try_from(bits) else {
-            return Err(ConfigError::new("bits", bits, "a length this platform can address"));
-        };
-        let mut bits = BitVec::from_vec(alloc::zeroed::<u64>(length.div_ceil(64), "bits", bits)?);
+        let length = bits;
+        let mut bits = BitVec::from_vec(alloc::zeroed::<u64>(length.div_ceil(64), "bits", length)?);
         bits.truncate(length);
         Ok(Self { bits, hashes, seed })
     }
@@ -135,8 +133,8 @@ impl Bloom {
     /// assert_eq!(Bloom::new(1000, 3)?.bits(), 1000);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn bits(&self) -> u64 {
-        self.bits.len() as u64
+    pub fn bits(&self) -> usize {
+        self.bits.len()
     }
 
     /// The number of bits set per item, `k`.
@@ -262,8 +260,8 @@ impl Bloom {
     /// assert!((1..=3).contains(&b.set_bits()));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn set_bits(&self) -> u64 {
-        self.bits.count_ones() as u64
+    pub fn set_bits(&self) -> usize {
+        self.bits.count_ones()
     }
 
     /// The false-positive rate of this filter as it stands: `(set bits / m)^k`, the
@@ -381,7 +379,7 @@ impl Bloom {
     pub fn to_bytes(&self) -> Vec<u8> {
         let words = self.bits.as_raw_slice();
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());
-        w.put_u64(self.bits());
+        w.put_u64(self.bits() as u64);
         w.put_u8(self.hashes as u8);
         w.put_u64(self.seed);
         let out = w.put_zeroed(8 * words.len());
@@ -409,7 +407,10 @@ impl Bloom {
         if !(1..=MAX_BITS).contains(&bits) || !(1..=MAX_HASHES).contains(&hashes) {
             return Err(DecodeError::InvalidField { field: "bits and hashes", reason: "outside the supported sizes" });
         }
-        let words = bits.div_ceil(64) as usize;
+        let Ok(length) = usize::try_from(bits) else {
+            return Err(DecodeError::InvalidField { field: "bits", reason: "more than this platform can address" });
+        };
+        let words = length.div_ceil(64);
         r.expect_items(words, 8)?;
         let mut raw = Vec::with_capacity(words);
         for _ in 0..words {
@@ -421,7 +422,7 @@ impl Bloom {
             return Err(DecodeError::InvalidField { field: "bits", reason: "bits set past the filter's length" });
         }
         let mut vector = BitVec::from_vec(raw);
-        vector.truncate(bits as usize);
+        vector.truncate(length);
         Ok(Self { bits: vector, hashes, seed })
     }
 }
@@ -434,7 +435,7 @@ pub(super) fn optimal_size(
     false_positive_rate: f64,
     max_slots: u64,
     too_large: &'static str,
-) -> Result<(u64, u32), ConfigError> {
+) -> Result<(usize, u32), ConfigError> {
     if expected_items == 0 {
         return Err(ConfigError::new("expected_items", expected_items, "at least 1"));
     }
@@ -448,7 +449,10 @@ pub(super) fn optimal_size(
         return Err(ConfigError::new("expected_items", expected_items, too_large));
     }
     let hashes = (slots / n * ln2).round().clamp(1.0, f64::from(MAX_HASHES));
-    Ok((slots as u64, hashes as u32))
+    let Ok(slots) = usize::try_from(slots as u64) else {
+        return Err(ConfigError::new("expected_items", expected_items, "a size this platform can address"));
+    };
+    Ok((slots, hashes as u32))
 }
 
 /// The `k` bit positions of a hash, by double hashing (Kirsch and Mitzenmacher):
@@ -463,9 +467,9 @@ pub(super) struct Positions {
 
 impl Positions {
     #[inline]
-    pub(super) fn new(hash: u64, bits: u64, hashes: u32) -> Self {
+    pub(super) fn new(hash: u64, slots: usize, hashes: u32) -> Self {
         let step = hash.rotate_left(32).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        Self { next: hash, step, bits: u128::from(bits), left: hashes }
+        Self { next: hash, step, bits: slots as u128, left: hashes }
     }
 }
 

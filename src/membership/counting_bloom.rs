@@ -8,74 +8,10 @@ use super::bloom::{MAX_HASHES, Positions, optimal_size};
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, RemoveError, alloc, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
-use crate::membership::Bloom;
+use crate::membership::{Bloom, CounterWidth};
 
 /// The most bits of counters a filter may hold: 2^33, one GiB (2^31 four-bit counters).
 const MAX_COUNTER_BITS: u64 = 1 << 33;
-
-/// How many bits each counter of a [`CountingBloom`] has, and so where it saturates.
-///
-/// | width | saturates at | memory at 1 %, per item | use it for |
-/// |---|---|---|---|
-/// | [`Four`](Self::Four) (default) | 15 | 4.8 bytes | sets: every item inserted once at a time |
-/// | [`Eight`](Self::Eight) | 255 | 9.6 bytes | multisets with moderate repeats |
-/// | [`Sixteen`](Self::Sixteen) | 65 535 | 19.2 bytes | multisets with heavy repeats |
-///
-/// ```
-/// use synopses::membership::CounterWidth;
-///
-/// assert_eq!((CounterWidth::Four.bits(), CounterWidth::Four.max()), (4, 15));
-/// assert_eq!(CounterWidth::Sixteen.max(), 65_535);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CounterWidth {
-    /// 4-bit counters: enough for sets (Fan et al.; see the [family docs](super)).
-    Four,
-    /// 8-bit counters.
-    Eight,
-    /// 16-bit counters.
-    Sixteen,
-}
-
-impl CounterWidth {
-    /// Bits per counter: 4, 8 or 16.
-    ///
-    /// ```
-    /// # use synopses::membership::CounterWidth;
-    /// assert_eq!(CounterWidth::Eight.bits(), 8);
-    /// ```
-    pub const fn bits(self) -> u32 {
-        1 << self.log2()
-    }
-
-    /// The largest value a counter holds, `2^bits − 1`; a counter that reaches it is
-    /// *saturated* and stays there.
-    ///
-    /// ```
-    /// # use synopses::membership::CounterWidth;
-    /// assert_eq!(CounterWidth::Eight.max(), 255);
-    /// ```
-    pub const fn max(self) -> u32 {
-        (1 << self.bits()) - 1
-    }
-
-    const fn log2(self) -> u32 {
-        match self {
-            Self::Four => 2,
-            Self::Eight => 3,
-            Self::Sixteen => 4,
-        }
-    }
-
-    fn from_bits(bits: u8) -> Option<Self> {
-        match bits {
-            4 => Some(Self::Four),
-            8 => Some(Self::Eight),
-            16 => Some(Self::Sixteen),
-            _ => None,
-        }
-    }
-}
 
 /// A counting Bloom filter: a Bloom filter whose bits are small counters, so items can be
 /// removed as well as inserted. See the [family docs](super).
@@ -114,11 +50,116 @@ pub struct CountingBloom {
     ///                             [c15][c14] ... [c2][c1][c0]
     /// ```
     words: Vec<u64>,
-    counters: u64,
+    counters: usize,
     hashes: u32,
     width: CounterWidth,
     seed: u64,
-    items: u64,
+    total: u64,
+}
+
+/// The configuration of a [`CountingBloom`] filter: its size, from
+/// [`CountingBloom::builder`] (counters and hashes) or
+/// [`CountingBloom::builder_for_false_positive_rate`], then optionally the seed and the
+/// counter width; [`build`](Self::build) validates it all and allocates the counters.
+///
+/// | setting | default |
+/// |---|---|
+/// | [`seed`](Self::seed) | [`DEFAULT_SEED`] |
+/// | [`counter_width`](Self::counter_width) | [`CounterWidth::Four`] |
+///
+/// ```
+/// use synopses::membership::{CounterWidth, CountingBloom};
+///
+/// let f = CountingBloom::builder_for_false_positive_rate(10_000, 0.01)
+///     .counter_width(CounterWidth::Eight)
+///     .seed(0x5EC2E7)
+///     .build()?;
+/// assert_eq!((f.counters(), f.hashes(), f.counter_width()), (95_851, 7, CounterWidth::Eight));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct CountingBloomBuilder {
+    size: Size,
+    seed: u64,
+    counter_width: CounterWidth,
+}
+
+/// How a builder's filter is sized: a shape, or a target turned into one at `build`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Size {
+    Shape { counters: usize, hashes: u32 },
+    FalsePositiveRate { expected_items: u64, false_positive_rate: f64 },
+}
+
+impl CountingBloomBuilder {
+    /// The defaults, at the given size.
+    fn sized(size: Size) -> Self {
+        Self { size, seed: DEFAULT_SEED, counter_width: CounterWidth::Four }
+    }
+
+    /// Hashes items with `seed`: on untrusted items, a secret seed keeps an adversary from
+    /// choosing items whose counters are the members' (false positives on demand, and
+    /// removals that take members out). Filters merge only with filters of the same seed.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// assert_eq!(CountingBloom::builder(1000, 3).seed(7).build()?.seed(), 7);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn seed(self, seed: u64) -> Self {
+        Self { seed, ..self }
+    }
+
+    /// Counters of `width`: 4 (the default), 8 or 16 bits (32 and 64 are a [`ConfigError`] at
+    /// `build`). See [`CounterWidth`] for which to choose.
+    ///
+    /// ```
+    /// use synopses::membership::{CounterWidth, CountingBloom};
+    ///
+    /// let f = CountingBloom::builder(1 << 20, 5).counter_width(CounterWidth::Sixteen).build()?;
+    /// assert_eq!(f.size_in_bytes() >> 20, 2); // 16 bits per counter
+    /// assert!(CountingBloom::builder(1000, 3).counter_width(CounterWidth::ThirtyTwo).build().is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn counter_width(self, counter_width: CounterWidth) -> Self {
+        Self { counter_width, ..self }
+    }
+
+    /// The filter, once every setting is checked: `counters` at least 1 and at most 2^33
+    /// bits of counters in all (1 GiB), `hashes` in `1..=32`, counters of 4, 8 or 16 bits,
+    /// and for a target, as [`CountingBloom::with_false_positive_rate`] requires.
+    ///
+    /// ```
+    /// # use synopses::membership::CountingBloom;
+    /// assert!(CountingBloom::builder(1000, 3).build().is_ok());
+    /// assert_eq!(CountingBloom::builder(1000, 33).build().map_err(|e| e.parameter()).err(), Some("hashes"));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn build(self) -> Result<CountingBloom, ConfigError> {
+        let Self { size, seed, counter_width: width } = self;
+        if packed_width(width.bits()).is_none() {
+            return Err(ConfigError::new("counter_width", width.bits(), "4, 8 or 16 bits"));
+        }
+        let max_counters = MAX_COUNTER_BITS >> width.log2();
+        let (counters, hashes) = match size {
+            Size::Shape { counters, hashes } => (counters, hashes),
+            Size::FalsePositiveRate { expected_items, false_positive_rate } => {
+                optimal_size(expected_items, false_positive_rate, max_counters, "at most 2^33 bits of counters")?
+            }
+        };
+        if !(1..=max_counters).contains(&(counters as u64)) {
+            return Err(ConfigError::new("counters", counters, "at least 1, and at most 2^33 bits of counters"));
+        }
+        if !(1..=MAX_HASHES).contains(&hashes) {
+            return Err(ConfigError::new("hashes", hashes, "an integer in 1..=32"));
+        }
+        let Ok(words) = usize::try_from(((counters as u64) << width.log2()).div_ceil(64)) else {
+            return Err(ConfigError::new("counters", counters, "a length this platform can address"));
+        };
+        let words = alloc::zeroed(words, "counters", counters)?;
+        Ok(CountingBloom { words, counters, hashes, width, seed, total: 0 })
+    }
 }
 
 impl CountingBloom {
@@ -134,39 +175,27 @@ impl CountingBloom {
     /// assert!(CountingBloom::new(0, 7).is_err());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn new(counters: u64, hashes: u32) -> Result<Self, ConfigError> {
-        Self::with_params(counters, hashes, CounterWidth::Four, DEFAULT_SEED)
+    pub fn new(counters: usize, hashes: u32) -> Result<Self, ConfigError> {
+        Self::builder(counters, hashes).build()
     }
 
-    /// A filter of `counters` counters of the given width, `hashes` per item, hashing with
-    /// `seed`. The counters may take at most 2^33 bits (1 GiB) together.
+    /// [`new`](Self::new), hashing with `seed` (see [`CountingBloomBuilder::seed`]).
     ///
     /// ```
-    /// use synopses::membership::{CounterWidth, CountingBloom};
+    /// use synopses::membership::CountingBloom;
     ///
-    /// let f = CountingBloom::with_params(1 << 20, 5, CounterWidth::Eight, 42)?;
-    /// assert_eq!((f.counter_width(), f.seed()), (CounterWidth::Eight, 42));
-    /// assert!(CountingBloom::with_params(1 << 31, 5, CounterWidth::Sixteen, 42).is_err());
+    /// assert_eq!(CountingBloom::with_seed(1024, 3, 5)?.seed(), 5);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn with_params(counters: u64, hashes: u32, width: CounterWidth, seed: u64) -> Result<Self, ConfigError> {
-        if !(1..=MAX_COUNTER_BITS >> width.log2()).contains(&counters) {
-            return Err(ConfigError::new("counters", counters, "at least 1, and at most 2^33 bits of counters"));
-        }
-        if !(1..=MAX_HASHES).contains(&hashes) {
-            return Err(ConfigError::new("hashes", hashes, "an integer in 1..=32"));
-        }
-        let Ok(words) = usize::try_from((counters << width.log2()).div_ceil(64)) else {
-            return Err(ConfigError::new("counters", counters, "a length this platform can address"));
-        };
-        Ok(Self { words: alloc::zeroed(words, "counters", counters)?, counters, hashes, width, seed, items: 0 })
+    pub fn with_seed(counters: usize, hashes: u32, seed: u64) -> Result<Self, ConfigError> {
+        Self::builder(counters, hashes).seed(seed).build()
     }
 
     /// The smallest filter of 4-bit counters whose false-positive rate after
     /// `expected_items` distinct items is at most `false_positive_rate`, sized as
     /// [`Bloom::with_false_positive_rate`] sizes its bits: `m = ⌈−n·ln p / (ln 2)²⌉` counters
-    /// and `k = round(m/n · ln 2)` hashes. For wider counters, follow with
-    /// [`with_counter_width`](Self::with_counter_width).
+    /// and `k = round(m/n · ln 2)` hashes. For wider counters, use
+    /// [`builder_for_false_positive_rate`](Self::builder_for_false_positive_rate).
     ///
     /// ```
     /// use synopses::membership::CountingBloom;
@@ -178,12 +207,11 @@ impl CountingBloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_false_positive_rate(expected_items: u64, false_positive_rate: f64) -> Result<Self, ConfigError> {
-        Self::with_false_positive_rate_and_seed(expected_items, false_positive_rate, DEFAULT_SEED)
+        Self::builder_for_false_positive_rate(expected_items, false_positive_rate).build()
     }
 
-    /// [`with_false_positive_rate`](Self::with_false_positive_rate), hashing with `seed`: on
-    /// untrusted items, a secret seed keeps an adversary from choosing items whose counters
-    /// are the members' (false positives on demand, and removals that take members out).
+    /// [`with_false_positive_rate`](Self::with_false_positive_rate), hashing with `seed` (see
+    /// [`CountingBloomBuilder::seed`]).
     ///
     /// ```
     /// use synopses::membership::CountingBloom;
@@ -197,14 +225,45 @@ impl CountingBloom {
         false_positive_rate: f64,
         seed: u64,
     ) -> Result<Self, ConfigError> {
-        let max = MAX_COUNTER_BITS >> CounterWidth::Four.log2();
-        let (counters, hashes) = optimal_size(expected_items, false_positive_rate, max, "at most 2^31 counters")?;
-        Self::with_params(counters, hashes, CounterWidth::Four, seed)
+        Self::builder_for_false_positive_rate(expected_items, false_positive_rate).seed(seed).build()
     }
 
-    /// A copy of this filter with counters of another width. Widening keeps every count, and
-    /// a saturated counter stays saturated (its true count is unknown); narrowing saturates
-    /// the counters that do not fit. Either way no item that is in the filter goes missing.
+    /// A [builder](CountingBloomBuilder) of a filter of `counters` counters and `hashes`
+    /// hashes per item, for the settings [`new`](Self::new) leaves at their defaults: seed and
+    /// counter width. Filters merge only with filters of the same settings.
+    ///
+    /// ```
+    /// use synopses::membership::{CounterWidth, CountingBloom};
+    ///
+    /// let f = CountingBloom::builder(1 << 20, 5).counter_width(CounterWidth::Eight).seed(42).build()?;
+    /// assert_eq!((f.counter_width(), f.seed()), (CounterWidth::Eight, 42));
+    /// assert!(CountingBloom::builder(1 << 31, 5).counter_width(CounterWidth::Sixteen).build().is_err());
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn builder(counters: usize, hashes: u32) -> CountingBloomBuilder {
+        CountingBloomBuilder::sized(Size::Shape { counters, hashes })
+    }
+
+    /// A [builder](CountingBloomBuilder) of the smallest filter whose false-positive rate
+    /// after `expected_items` distinct items is at most `false_positive_rate`, sized as
+    /// [`with_false_positive_rate`](Self::with_false_positive_rate) sizes it (the counter
+    /// width does not change the size: wider counters take more memory, not more counters).
+    ///
+    /// ```
+    /// use synopses::membership::{CounterWidth, CountingBloom};
+    ///
+    /// let f = CountingBloom::builder_for_false_positive_rate(1000, 0.01).counter_width(CounterWidth::Eight).build()?;
+    /// assert_eq!((f.counters(), f.hashes()), (9586, 7));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn builder_for_false_positive_rate(expected_items: u64, false_positive_rate: f64) -> CountingBloomBuilder {
+        CountingBloomBuilder::sized(Size::FalsePositiveRate { expected_items, false_positive_rate })
+    }
+
+    /// A copy of this filter with counters of another width: 4, 8 or 16 bits. Widening keeps
+    /// every count, and a saturated counter stays saturated (its true count is unknown);
+    /// narrowing saturates the counters that do not fit. Either way no item that is in the
+    /// filter goes missing.
     ///
     /// ```
     /// use synopses::membership::{CounterWidth, CountingBloom};
@@ -217,10 +276,10 @@ impl CountingBloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn with_counter_width(&self, width: CounterWidth) -> Result<Self, ConfigError> {
-        let mut out = Self::with_params(self.counters, self.hashes, width, self.seed)?;
-        out.items = self.items;
+        let mut out = Self::builder(self.counters, self.hashes).seed(self.seed).counter_width(width).build()?;
+        out.total = self.total;
         let (old_max, new_max) = (self.width.max(), width.max());
-        for i in 0..self.counters as usize {
+        for i in 0..self.counters {
             let c = self.counter(i);
             let converted = if c == old_max || c > new_max { new_max } else { c };
             out.set_counter(i, converted);
@@ -235,7 +294,7 @@ impl CountingBloom {
     /// assert_eq!(CountingBloom::new(1000, 3)?.counters(), 1000);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn counters(&self) -> u64 {
+    pub fn counters(&self) -> usize {
         self.counters
     }
 
@@ -272,20 +331,21 @@ impl CountingBloom {
         self.seed
     }
 
-    /// The number of items in the filter, counted with multiplicity: insertions minus
-    /// successful removals (never below zero), summed over merges, saturating at `u64::MAX`.
-    /// Exact as long as only items that are in the filter are removed.
+    /// The number of items in the filter, counted with multiplicity (the total count, as
+    /// [`CountMin::total`](crate::frequency::CountMin::total)): insertions minus successful
+    /// removals (never below zero), summed over merges, saturating at `u64::MAX`. Exact as
+    /// long as only items that are in the filter are removed.
     ///
     /// ```
     /// # use synopses::membership::CountingBloom;
     /// let mut f = CountingBloom::new(1000, 3)?;
     /// f.observe_all(["a", "b", "a"]);
     /// f.remove("a")?;
-    /// assert_eq!(f.items(), 2);
+    /// assert_eq!(f.total(), 2);
     /// # Ok::<(), synopses::Error>(())
     /// ```
-    pub fn items(&self) -> u64 {
-        self.items
+    pub fn total(&self) -> u64 {
+        self.total
     }
 
     /// Inserts an item: adds one to each of its `k` counters, except those already saturated.
@@ -331,9 +391,9 @@ impl CountingBloom {
     /// ```
     #[inline]
     pub fn observe_hash(&mut self, hash: u64) {
-        self.items = self.items.saturating_add(1);
+        self.total = self.total.saturating_add(1);
         let log2 = self.width.log2();
-        let max = u64::from(self.width.max());
+        let max = self.width.max();
         for position in Positions::new(hash, self.counters, self.hashes) {
             let (index, shift) = locate(position, log2);
             if let Some(word) = self.words.get_mut(index) {
@@ -382,7 +442,7 @@ impl CountingBloom {
     /// ```
     pub fn remove_hash(&mut self, hash: u64) -> Result<(), RemoveError> {
         let log2 = self.width.log2();
-        let max = u64::from(self.width.max());
+        let max = self.width.max();
         // Decrement as we go, and undo on a zero counter. An item's k positions may repeat
         // (two hashes landing on one counter); its insertion then added 2 there, and going
         // through them in order subtracts 2, failing only if fewer than 2 are left.
@@ -398,7 +458,7 @@ impl CountingBloom {
                 _ => *word -= 1 << shift,
             }
         }
-        self.items = self.items.saturating_sub(1);
+        self.total = self.total.saturating_sub(1);
         Ok(())
     }
 
@@ -407,7 +467,7 @@ impl CountingBloom {
     #[cold]
     fn undo_removal(&mut self, hash: u64, done: usize) {
         let log2 = self.width.log2();
-        let max = u64::from(self.width.max());
+        let max = self.width.max();
         for position in Positions::new(hash, self.counters, self.hashes).take(done) {
             let (index, shift) = locate(position, log2);
             if let Some(word) = self.words.get_mut(index) {
@@ -446,7 +506,7 @@ impl CountingBloom {
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let log2 = self.width.log2();
-        let max = u64::from(self.width.max());
+        let max = self.width.max();
         // No early exit, as in `Bloom::contains_hash`: the k loads go out together.
         Positions::new(hash, self.counters, self.hashes).fold(true, |all, position| {
             let (index, shift) = locate(position, log2);
@@ -454,10 +514,12 @@ impl CountingBloom {
         })
     }
 
-    /// How many times the item may be in the filter (as [`CountMin::estimate`](crate::frequency::CountMin::estimate) answers for counts): the smallest of its counters. Never
-    /// below the true multiplicity while no counter of the item saturated and only members
-    /// were removed; above it when other items share all its counters. A result equal to
-    /// [`CounterWidth::max`] means "at least that many, or saturated".
+    /// How many times the item may be in the filter, as
+    /// [`CountMin::estimate`](crate::frequency::CountMin::estimate) answers for counts: the
+    /// smallest of its counters. Above the true multiplicity when other items share all its
+    /// counters; never below it, as long as only members were removed, for every result below
+    /// [`CounterWidth::max`]. A result equal to the maximum means that all the item's counters
+    /// saturated, and says nothing more.
     ///
     /// ```
     /// # use synopses::membership::CountingBloom;
@@ -467,11 +529,24 @@ impl CountingBloom {
     /// assert_eq!(f.estimate("z"), 0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn estimate<T: Hashable>(&self, item: T) -> u32 {
-        Positions::new(item.hash64(self.seed), self.counters, self.hashes)
-            .map(|position| self.counter(position))
-            .min()
-            .unwrap_or(0)
+    #[inline]
+    pub fn estimate<T: Hashable>(&self, item: T) -> u64 {
+        self.estimate_hash(item.hash64(self.seed))
+    }
+
+    /// [`estimate`](Self::estimate) of an item given by its 64-bit hash.
+    ///
+    /// ```
+    /// use synopses::hash::Hashable;
+    /// use synopses::membership::CountingBloom;
+    ///
+    /// let mut f = CountingBloom::new(1000, 3)?;
+    /// f.observe_all(["cat", "cat"]);
+    /// assert_eq!(f.estimate_hash("cat".hash64(f.seed())), 2);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn estimate_hash(&self, hash: u64) -> u64 {
+        Positions::new(hash, self.counters, self.hashes).map(|position| self.counter(position)).min().unwrap_or(0)
     }
 
     /// The number of saturated counters: counters that reached [`CounterWidth::max`] and can
@@ -488,15 +563,12 @@ impl CountingBloom {
     /// assert!((1..=3).contains(&f.saturated_counters()));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn saturated_counters(&self) -> u64 {
+    pub fn saturated_counters(&self) -> usize {
         let w = self.width.bits();
         let lanes = lane_bases(w);
         // A lane is saturated when all its w bits are set: AND the word with itself shifted by
         // 1..w, so a lane's lowest bit survives only if every bit of the lane is 1.
-        self.words
-            .iter()
-            .map(|&word| u64::from(((1..w).fold(word, |all, s| all & word >> s) & lanes).count_ones()))
-            .sum()
+        self.words.iter().map(|&word| ((1..w).fold(word, |all, s| all & word >> s) & lanes).count_ones() as usize).sum()
     }
 
     /// The number of counters above zero: the bits a [`Bloom`] filter of the same items would
@@ -509,13 +581,10 @@ impl CountingBloom {
     /// assert!((1..=3).contains(&f.nonzero_counters()));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
-    pub fn nonzero_counters(&self) -> u64 {
+    pub fn nonzero_counters(&self) -> usize {
         let w = self.width.bits();
         let lanes = lane_bases(w);
-        self.words
-            .iter()
-            .map(|&word| u64::from(((1..w).fold(word, |any, s| any | word >> s) & lanes).count_ones()))
-            .sum()
+        self.words.iter().map(|&word| ((1..w).fold(word, |any, s| any | word >> s) & lanes).count_ones() as usize).sum()
     }
 
     /// The sum of the counters, a word at a time: bit `b` of every lane counted at once,
@@ -572,8 +641,8 @@ impl CountingBloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn to_bloom(&self) -> Bloom {
-        let mut bits: BitVec<u64, Lsb0> = BitVec::repeat(false, self.counters as usize);
-        for i in 0..self.counters as usize {
+        let mut bits: BitVec<u64, Lsb0> = BitVec::repeat(false, self.counters);
+        for i in 0..self.counters {
             if self.counter(i) != 0 {
                 bits.set(i, true);
             }
@@ -617,7 +686,7 @@ impl CountingBloom {
         for (a, &b) in self.words.iter_mut().zip(&other.words) {
             *a = saturating_add_lanes(*a, b, w);
         }
-        self.items = self.items.saturating_add(other.items);
+        self.total = self.total.saturating_add(other.total);
         Ok(())
     }
 
@@ -638,7 +707,7 @@ impl CountingBloom {
     /// Encodes the filter in the crate's [binary format](crate::codec), family code 6.
     ///
     /// Body: counters (u64), counter width in bits (u8: 4, 8 or 16), hashes (u8), seed (u64),
-    /// items (u64), then the counters packed as in memory, in `⌈m·w/64⌉` little-endian u64
+    /// total (u64), then the counters packed as in memory, in `⌈m·w/64⌉` little-endian u64
     /// words; the bits past the last counter are zero.
     ///
     /// ```
@@ -650,11 +719,11 @@ impl CountingBloom {
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());
-        w.put_u64(self.counters);
+        w.put_u64(self.counters as u64);
         w.put_u8(self.width.bits() as u8);
         w.put_u8(self.hashes as u8);
         w.put_u64(self.seed);
-        w.put_u64(self.items);
+        w.put_u64(self.total);
         let out = w.put_zeroed(8 * self.words.len());
         for (bytes, word) in out.chunks_exact_mut(8).zip(&self.words) {
             bytes.copy_from_slice(&word.to_le_bytes());
@@ -675,11 +744,11 @@ impl CountingBloom {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::open(bytes, Self::FAMILY)?;
         let counters = r.u64()?;
-        let width = CounterWidth::from_bits(r.u8()?)
+        let width = packed_width(u32::from(r.u8()?))
             .ok_or(DecodeError::InvalidField { field: "counter width", reason: "not 4, 8 or 16 bits" })?;
         let hashes = u32::from(r.u8()?);
         let seed = r.u64()?;
-        let items = r.u64()?;
+        let total = r.u64()?;
         if !(1..=MAX_COUNTER_BITS >> width.log2()).contains(&counters) || !(1..=MAX_HASHES).contains(&hashes) {
             return Err(DecodeError::InvalidField {
                 field: "counters and hashes",
@@ -687,7 +756,9 @@ impl CountingBloom {
             });
         }
         let used_bits = counters << width.log2();
-        let words = used_bits.div_ceil(64) as usize;
+        let (Ok(counters), Ok(words)) = (usize::try_from(counters), usize::try_from(used_bits.div_ceil(64))) else {
+            return Err(DecodeError::InvalidField { field: "counters", reason: "more than this platform can address" });
+        };
         r.expect_items(words, 8)?;
         let mut raw = Vec::with_capacity(words);
         for _ in 0..words {
@@ -698,14 +769,14 @@ impl CountingBloom {
         if spare > 0 && raw.last().is_some_and(|&w| w >> (64 - spare) != 0) {
             return Err(DecodeError::InvalidField { field: "counters", reason: "bits set past the last counter" });
         }
-        let filter = Self { words: raw, counters, hashes, width, seed, items };
+        let filter = Self { words: raw, counters, hashes, width, seed, total };
         // Without a saturated counter (saturation is sticky, so none ever was), every
         // insertion added exactly `k` to the counters and every removal took `k` away, and a
-        // merge added both filters' counts: the counters sum to `k` times the items. (The
-        // count of items saturates only once some counter has.)
-        if filter.saturated_counters() == 0 && filter.counter_sum() != u128::from(hashes) * u128::from(items) {
+        // merge added both filters' counts: the counters sum to `k` times the total. (The
+        // total saturates only once some counter has.)
+        if filter.saturated_counters() == 0 && filter.counter_sum() != u128::from(hashes) * u128::from(total) {
             return Err(DecodeError::InvalidField {
-                field: "items",
+                field: "total",
                 reason: "not the counters' sum over the hashes per item",
             });
         }
@@ -713,18 +784,29 @@ impl CountingBloom {
     }
 
     /// Counter `i`.
-    fn counter(&self, i: usize) -> u32 {
+    fn counter(&self, i: usize) -> u64 {
         let (index, shift) = locate(i, self.width.log2());
-        self.words.get(index).map_or(0, |word| (word >> shift & u64::from(self.width.max())) as u32)
+        self.words.get(index).map_or(0, |word| word >> shift & self.width.max())
     }
 
     /// Sets counter `i` to `value`, which must fit in the width.
-    fn set_counter(&mut self, i: usize, value: u32) {
+    fn set_counter(&mut self, i: usize, value: u64) {
         let (index, shift) = locate(i, self.width.log2());
-        let max = u64::from(self.width.max());
+        let max = self.width.max();
         if let Some(word) = self.words.get_mut(index) {
-            *word = *word & !(max << shift) | u64::from(value) << shift;
+            *word = *word & !(max << shift) | value << shift;
         }
+    }
+}
+
+/// The counter width of `bits` bits, for the widths that a filter packs into its words: 4, 8
+/// or 16 bits (wider counters would only waste memory on sets).
+fn packed_width(bits: u32) -> Option<CounterWidth> {
+    match bits {
+        4 => Some(CounterWidth::Four),
+        8 => Some(CounterWidth::Eight),
+        16 => Some(CounterWidth::Sixteen),
+        _ => None,
     }
 }
 
@@ -768,7 +850,7 @@ impl fmt::Debug for CountingBloom {
             .field("hashes", &self.hashes)
             .field("counter_width", &self.width)
             .field("seed", &self.seed)
-            .field("items", &self.items)
+            .field("total", &self.total)
             .field("saturated_counters", &self.saturated_counters())
             .finish()
     }
@@ -786,7 +868,7 @@ impl Mergeable for CountingBloom {
     }
 
     fn empty_like(&self) -> Self {
-        Self { words: vec![0; self.words.len()], items: 0, ..*self }
+        Self { words: vec![0; self.words.len()], total: 0, ..*self }
     }
 }
 
@@ -808,7 +890,7 @@ mod tests {
     #[test]
     fn counter_sum_matches_counter_by_counter() {
         for width in [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen] {
-            let mut f = CountingBloom::with_params(100, 3, width, 1).unwrap();
+            let mut f = CountingBloom::builder(100, 3).counter_width(width).seed(1).build().unwrap();
             (0..300_u64).for_each(|i| f.observe(i % 37));
             let direct: u128 = (0..100).map(|i| u128::from(f.counter(i))).sum();
             assert_eq!(f.counter_sum(), direct, "{width:?}");
@@ -838,14 +920,14 @@ mod tests {
     #[test]
     fn lane_counts_match_counter_by_counter() {
         for width in [CounterWidth::Four, CounterWidth::Eight, CounterWidth::Sixteen] {
-            let mut f = CountingBloom::with_params(100, 3, width, 7).expect("valid");
+            let mut f = CountingBloom::builder(100, 3).counter_width(width).seed(7).build().expect("valid");
             for (i, value) in
                 [0, 1, width.max(), 2, width.max(), 0, width.max() - 1].into_iter().cycle().take(100).enumerate()
             {
                 f.set_counter(i, value);
             }
-            let saturated = (0..100).filter(|&i| f.counter(i) == width.max()).count() as u64;
-            let nonzero = (0..100).filter(|&i| f.counter(i) != 0).count() as u64;
+            let saturated = (0..100).filter(|&i| f.counter(i) == width.max()).count();
+            let nonzero = (0..100).filter(|&i| f.counter(i) != 0).count();
             assert_eq!((f.saturated_counters(), f.nonzero_counters()), (saturated, nonzero), "{width:?}");
         }
     }
@@ -853,7 +935,7 @@ mod tests {
     #[test]
     fn a_failed_removal_changes_nothing_even_with_repeated_positions() {
         // With 2 counters and 8 hashes every item repeats positions.
-        let mut f = CountingBloom::with_params(2, 8, CounterWidth::Four, 1).expect("valid");
+        let mut f = CountingBloom::with_seed(2, 8, 1).expect("valid");
         f.observe(1_u64);
         let before = f.clone();
         for item in 2..200_u64 {

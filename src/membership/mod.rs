@@ -92,7 +92,9 @@
 //!
 //! A counter that reaches its maximum *saturates* and stays there: it no longer knows its
 //! count, so it is never decremented. It can only make false positives, never a false
-//! negative; [`CountingBloom::saturated_counters`] shows how many there are.
+//! negative; [`CountingBloom::saturated_counters`] shows how many there are. (The same
+//! [`CounterWidth`] and sticky saturation size the counters of a
+//! [`CountMin`](crate::frequency::CountMin) sketch, from 8 to 64 bits.)
 //!
 //! ## Removing what was never inserted
 //!
@@ -162,7 +164,9 @@
 //!   to improve chemical retrieval.* J. Chem. Inf. Model. 47(3), 2007 (the item estimate).
 
 mod bloom;
+mod counter_width;
 mod counting_bloom;
 
 pub use bloom::Bloom;
-pub use counting_bloom::{CounterWidth, CountingBloom};
+pub use counter_width::CounterWidth;
+pub use counting_bloom::{CountingBloom, CountingBloomBuilder};

@@ -259,7 +259,7 @@ impl Subject for FlajoletMartin {
 
 impl Answers for CountMin {
     fn answers(&self) -> Vec<f64> {
-        let mut out = vec![self.total() as f64, self.epsilon(), self.delta()];
+        let mut out = vec![self.total() as f64, self.epsilon(), self.delta(), self.saturated_counters() as f64];
         for item in 0..12_u64 {
             let b = self.bounds(item);
             out.extend([self.estimate(item) as f64, b.lower, b.upper]);
@@ -278,17 +278,19 @@ impl Subject for CountMin {
 
     fn examples() -> Vec<(String, Self)> {
         let cases = [
-            ((1, 1, Update::Standard), 200),
-            ((7, 3, Update::Conservative), 200),
-            ((64, 4, Update::Standard), 200),
-            ((1 << 16, 8, Update::Standard), 200),
+            ((1, 1, Update::Standard, CounterWidth::SixtyFour), 200),
+            ((7, 3, Update::Conservative, CounterWidth::SixtyFour), 200),
+            ((64, 4, Update::Standard, CounterWidth::SixtyFour), 200),
+            ((64, 4, Update::Standard, CounterWidth::Eight), 200),
+            ((32, 3, Update::Conservative, CounterWidth::Sixteen), 200),
+            ((16, 2, Update::Standard, CounterWidth::ThirtyTwo), 200),
+            ((1 << 16, 8, Update::Standard, CounterWidth::SixtyFour), 200),
         ];
-        let mut out = sketch_examples(
-            "cm",
-            &cases,
-            |(width, depth, update)| CountMin::with_params(width, depth, 11, update).expect("valid parameters"),
-            |s, i| s.observe_weighted(i % 13, i),
-        );
+        let make = |(width, depth, update, counters)| {
+            CountMin::builder(width, depth).seed(11).update_rule(update).counter_width(counters).build()
+        };
+        let mut out =
+            sketch_examples("cm", &cases, |p| make(p).expect("valid parameters"), |s, i| s.observe_weighted(i % 13, i));
         let mut saturated = CountMin::new(4, 2).expect("valid parameters");
         saturated.observe_weighted(1_u64, u64::MAX);
         saturated.observe_weighted(2_u64, 3);
@@ -325,7 +327,7 @@ impl Probe for String {
 
 impl<T: Probe + synopses::hash::Hashable + synopses::codec::Item + Clone + Eq> Answers for HeavyHitters<T> {
     fn answers(&self) -> Vec<f64> {
-        let mut out = vec![self.total() as f64, self.error() as f64];
+        let mut out = vec![self.total() as f64, self.error() as f64, self.len() as f64];
         for i in 0..12_u64 {
             let item = T::probe(i);
             let b = self.bounds(&item);
@@ -400,13 +402,13 @@ impl Subject for Bloom {
 impl Answers for CountingBloom {
     fn answers(&self) -> Vec<f64> {
         let mut out = vec![
-            self.items() as f64,
+            self.total() as f64,
             self.saturated_counters() as f64,
             self.nonzero_counters() as f64,
             self.false_positive_rate(),
             self.expected_false_positive_rate(u64::MAX),
         ];
-        out.extend((0..40_u64).map(|i| f64::from(self.estimate(i))));
+        out.extend((0..40_u64).map(|i| self.estimate(i) as f64));
         out
     }
 }
@@ -433,7 +435,9 @@ impl Subject for CountingBloom {
             ((64, CounterWidth::Sixteen), 50),
             ((1 << 22, CounterWidth::Four), 10_000),
         ];
-        let make = |(counters, width)| CountingBloom::with_params(counters, 3, width, 9).expect("valid parameters");
+        let make = |(counters, width)| {
+            CountingBloom::builder(counters, 3).counter_width(width).seed(9).build().expect("valid parameters")
+        };
         sketch_examples("cbf", &cases, make, |s, i| s.observe(i % 7))
     }
 }
