@@ -36,7 +36,7 @@
 //! |---|---|---|---|
 //! | how many distinct items? | [`cardinality::HyperLogLog`] | `0.83/√m` (one stream), `1.04/√m` (merged) | `m` bytes, `m = 2^p` |
 //! | how many distinct items? (teaching baseline) | [`cardinality::FlajoletMartin`] | `0.78/√m` | `4m` bytes |
-//! | how often did this item occur? | [`frequency::CountMin`] | `≤ e·N/width` with probability `1 − e^-depth`, never under | `8·width·depth` bytes |
+//! | how often did this item occur? | [`frequency::CountMin`] | `≤ e·N/width` with probability `1 − e^-depth`, never under | `8·width·depth` bytes (64-bit counters; 32-, 16- and 8-bit ones take 4, 2, 1) |
 //! | which items are most frequent? | [`frequency::HeavyHitters`] | counts within `N/(k+1)` below the truth, always | `k` to `2k` items and counts |
 //! | have I seen this item? | [`membership::Bloom`] | false positives `≈ (1 − e^(−kn/m))^k`, no false negatives | `m` bits, ≈ 9.6 per item at 1 % |
 //! | is this item in the set now (with removals)? | [`membership::CountingBloom`] | as Bloom, while only members are removed | `m` counters of 4 bits, ≈ 4.8 bytes per item at 1 % |

@@ -5,9 +5,9 @@ use std::fmt;
 
 use super::counters::{Cell, Counters, with_counters};
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
+use crate::core::CounterWidth;
 use crate::core::{Bounds, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable, derived_index};
-use crate::membership::CounterWidth;
 
 /// The most rows a sketch may have (δ = e^-32 ≈ 1.3e-14).
 const MAX_DEPTH: u32 = 32;

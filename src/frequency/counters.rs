@@ -6,8 +6,8 @@
 //! over the counters is still compiled once per width, behind one match per call.
 
 use crate::core::ConfigError;
+use crate::core::CounterWidth;
 use crate::core::alloc;
-use crate::membership::CounterWidth;
 
 /// A counter of one of the widths a sketch offers: `u8`, `u16`, `u32` or `u64`.
 pub(super) trait Cell: Copy + Ord + Default {

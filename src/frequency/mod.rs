@@ -154,6 +154,6 @@ mod count_min;
 mod counters;
 mod heavy_hitters;
 
-pub use crate::membership::CounterWidth;
+pub use crate::core::CounterWidth;
 pub use count_min::{CountMin, CountMinBuilder, Update};
 pub use heavy_hitters::{Guarantee, HeavyHitters};

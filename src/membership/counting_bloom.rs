@@ -6,9 +6,10 @@ use bitvec::prelude::{BitVec, Lsb0};
 
 use super::bloom::{MAX_HASHES, Positions, optimal_size};
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
+use crate::core::CounterWidth;
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, RemoveError, alloc, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
-use crate::membership::{Bloom, CounterWidth};
+use crate::membership::Bloom;
 
 /// The most bits of counters a filter may hold: 2^33, one GiB (2^31 four-bit counters).
 const MAX_COUNTER_BITS: u64 = 1 << 33;

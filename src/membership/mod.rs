@@ -164,9 +164,8 @@
 //!   to improve chemical retrieval.* J. Chem. Inf. Model. 47(3), 2007 (the item estimate).
 
 mod bloom;
-mod counter_width;
 mod counting_bloom;
 
+pub use crate::core::CounterWidth;
 pub use bloom::Bloom;
-pub use counter_width::CounterWidth;
 pub use counting_bloom::{CountingBloom, CountingBloomBuilder};

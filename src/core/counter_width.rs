@@ -8,7 +8,7 @@
 /// make an answer too large, never too small, except that an answer which *is* the maximum
 /// says only "saturated".
 ///
-/// | width | saturates at | [`CountingBloom`](super::CountingBloom) | [`CountMin`](crate::frequency::CountMin) |
+/// | width | saturates at | [`CountingBloom`](crate::membership::CountingBloom) | [`CountMin`](crate::frequency::CountMin) |
 /// |---|---|---|---|
 /// | [`Four`](Self::Four) | 15 | the default: sets, 4.8 bytes per item at 1 % | — |
 /// | [`Eight`](Self::Eight) | 255 | multisets with moderate repeats | short windows |
@@ -17,15 +17,16 @@
 /// | [`SixtyFour`](Self::SixtyFour) | 2^64 − 1 | — | the default: never saturates before the total does |
 ///
 /// ```
-/// use synopses::membership::CounterWidth;
+/// use synopses::core::CounterWidth;
 ///
 /// assert_eq!((CounterWidth::Four.bits(), CounterWidth::Four.max()), (4, 15));
 /// assert_eq!(CounterWidth::Sixteen.max(), 65_535);
 /// assert_eq!(CounterWidth::SixtyFour.max(), u64::MAX);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive] // (Other widths may come.)
 pub enum CounterWidth {
-    /// 4-bit counters: enough for sets (Fan et al.; see the [family docs](super)).
+    /// 4-bit counters: enough for sets (Fan et al.; see the [family docs](crate::membership)).
     Four,
     /// 8-bit counters.
     Eight,
@@ -41,7 +42,7 @@ impl CounterWidth {
     /// Bits per counter: 4, 8, 16, 32 or 64.
     ///
     /// ```
-    /// # use synopses::membership::CounterWidth;
+    /// # use synopses::core::CounterWidth;
     /// assert_eq!(CounterWidth::Eight.bits(), 8);
     /// ```
     pub const fn bits(self) -> u32 {
@@ -52,7 +53,7 @@ impl CounterWidth {
     /// *saturated* and stays there.
     ///
     /// ```
-    /// # use synopses::membership::CounterWidth;
+    /// # use synopses::core::CounterWidth;
     /// assert_eq!(CounterWidth::Eight.max(), 255);
     /// ```
     pub const fn max(self) -> u64 {
