@@ -88,6 +88,7 @@ pub const DEFAULT_SEED: u64 = 0x5EED_0F5E_ED5A_1A7E;
 /// assert_eq!(hash_bytes(b"", 0), 0x2D06_8005_38D3_94C2);
 /// ```
 #[inline]
+#[must_use]
 pub fn hash_bytes(bytes: &[u8], seed: u64) -> u64 {
     xxh3_64_with_seed(bytes, seed)
 }
@@ -169,6 +170,7 @@ impl Encoder {
     /// assert!(Encoder::new().as_bytes().is_empty());
     /// ```
     #[inline]
+    #[must_use]
     pub fn new() -> Self {
         Self { len: 0, inline: [0; INLINE_BYTES], spill: Vec::new(), nested: false }
     }
@@ -206,6 +208,7 @@ impl Encoder {
     /// assert_eq!(out.as_bytes(), [1, 1, 0, 0, 0, 0, 0, 0, 0]);
     /// ```
     #[inline]
+    #[must_use]
     pub fn as_bytes(&self) -> &[u8] {
         self.inline.get(..self.len).unwrap_or(&self.spill)
     }

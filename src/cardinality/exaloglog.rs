@@ -46,6 +46,7 @@ impl ExaLogLogShape {
     /// assert_eq!(ExaLogLog::new(10)?.shape(), ExaLogLogShape::recommended(10));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub const fn recommended(precision: u8) -> Self {
         Self { precision, t: 2, d: 20 }
     }
@@ -283,6 +284,7 @@ impl ExaLogLog {
     /// assert_eq!(ExaLogLog::new(9)?.shape(), ExaLogLogShape { precision: 9, t: 2, d: 20 });
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn shape(&self) -> ExaLogLogShape {
         let Shape { p, t, d } = self.core.shape;
         ExaLogLogShape { precision: p, t, d }
@@ -295,6 +297,7 @@ impl ExaLogLog {
     /// assert_eq!(ExaLogLog::new(9)?.precision(), 9);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn precision(&self) -> u8 {
         self.core.shape.p
     }
@@ -306,6 +309,7 @@ impl ExaLogLog {
     /// assert_eq!(ExaLogLog::new(9)?.t(), 2);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn t(&self) -> u8 {
         self.core.shape.t
     }
@@ -317,6 +321,7 @@ impl ExaLogLog {
     /// assert_eq!(ExaLogLog::new(9)?.d(), 20);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn d(&self) -> u8 {
         self.core.shape.d
     }
@@ -328,6 +333,7 @@ impl ExaLogLog {
     /// assert_eq!(ExaLogLog::with_seed(9, 3)?.seed(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.core.seed
     }
@@ -395,6 +401,7 @@ impl ExaLogLog {
     /// assert!((ell.estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.01);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn estimate(&self) -> f64 {
         self.core.exact().or(self.core.martingale_estimate()).unwrap_or_else(|| self.register_estimate())
     }
@@ -413,6 +420,7 @@ impl ExaLogLog {
     /// assert!((ell.register_estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.0114);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn register_estimate(&self) -> f64 {
         self.core.exact().unwrap_or_else(|| self.core.ml_estimate())
     }
@@ -429,6 +437,7 @@ impl ExaLogLog {
     /// assert!(a.martingale_estimate().is_none());
     /// # Ok::<(), synopses::Error>(())
     /// ```
+    #[must_use]
     pub fn martingale_estimate(&self) -> Option<f64> {
         self.core.martingale_estimate()
     }
@@ -446,6 +455,7 @@ impl ExaLogLog {
     /// assert!((ell.relative_standard_error() - (2.8267_f64 / (28.0 * 1024.0)).sqrt()).abs() < 1e-5);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn relative_standard_error(&self) -> f64 {
         self.core.relative_standard_error()
     }
@@ -466,6 +476,7 @@ impl ExaLogLog {
     /// assert!(b.lower < 50_000.0 && 50_000.0 < b.upper);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn bounds(&self, confidence: Confidence) -> Bounds {
         self.core.bounds(self.estimate(), confidence)
     }
@@ -481,6 +492,7 @@ impl ExaLogLog {
     /// assert!(ell.size_in_bytes() >= 4096 && ell.size_in_bytes() < 4096 + 128);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.core.heap_bytes()
     }
@@ -506,6 +518,7 @@ impl ExaLogLog {
     /// assert!(ExaLogLog::new(24)?.size_in_bytes() < 1024); // 24 <= 26 − t: starts small
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn is_sparse(&self) -> bool {
         self.core.is_sparse()
     }
@@ -605,6 +618,7 @@ impl ExaLogLog {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         ENVELOPE_LEN + 3 + self.core.encoded_len()
     }
@@ -627,6 +641,7 @@ impl ExaLogLog {
     /// assert_eq!(ExaLogLog::from_bytes(&bytes)?, ell);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         let shape = self.core.shape;
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());

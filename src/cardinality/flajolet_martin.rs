@@ -122,6 +122,7 @@ impl FlajoletMartin {
     /// assert_eq!(FlajoletMartin::new(64)?.bitmaps(), 64);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn bitmaps(&self) -> usize {
         self.bitmaps.len()
     }
@@ -133,6 +134,7 @@ impl FlajoletMartin {
     /// assert_eq!(FlajoletMartin::with_seed(64, 1)?.seed(), 1);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -198,6 +200,7 @@ impl FlajoletMartin {
     /// assert_eq!((fm.bitmap(3), fm.bitmap(4)), (Some(0), None));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn bitmap(&self, i: usize) -> Option<u32> {
         self.bitmaps.get(i).copied()
     }
@@ -223,6 +226,7 @@ impl FlajoletMartin {
     /// assert!((fm.estimate() / 50_000.0 - 1.0).abs() < 4.0 * 0.098);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn estimate(&self) -> f64 {
         self.linear_count().unwrap_or_else(|| self.pcsa_estimate().max(f64::from(self.set_bits())))
     }
@@ -283,6 +287,7 @@ impl FlajoletMartin {
     /// assert_eq!(fm.relative_standard_error(), 0.78 / 8.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn relative_standard_error(&self) -> f64 {
         let m = self.bitmaps.len() as f64;
         match self.linear_count() {
@@ -305,6 +310,7 @@ impl FlajoletMartin {
     /// assert!(fm.bounds(Confidence::ThreeSigma).contains(100_000.0));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn bounds(&self, confidence: Confidence) -> Bounds {
         Bounds::relative(self.estimate(), self.relative_standard_error(), confidence, f64::from(self.set_bits()))
     }
@@ -317,6 +323,7 @@ impl FlajoletMartin {
     /// assert_eq!(fm.size_in_bytes(), std::mem::size_of::<FlajoletMartin>() + 4 * 256);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + 4 * self.bitmaps.len()
     }
@@ -436,6 +443,7 @@ impl FlajoletMartin {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         ENVELOPE_LEN + 9 + 4 * self.bitmaps.len()
     }
@@ -450,6 +458,7 @@ impl FlajoletMartin {
     /// assert_eq!(fm.to_bytes().len(), 4 + 9 + 4 * 64 + 8);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u8(self.log2_bitmaps);

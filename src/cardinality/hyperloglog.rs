@@ -158,6 +158,7 @@ impl HyperLogLog {
     /// assert_eq!(HyperLogLog::new(10)?.precision(), 10);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn precision(&self) -> u8 {
         self.precision
     }
@@ -169,6 +170,7 @@ impl HyperLogLog {
     /// assert_eq!(HyperLogLog::with_seed(10, 3)?.seed(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -184,6 +186,7 @@ impl HyperLogLog {
     /// assert!(!hll.is_sparse());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn is_sparse(&self) -> bool {
         matches!(self.repr, Repr::Sparse(_))
     }
@@ -302,6 +305,7 @@ impl HyperLogLog {
     /// assert!((hll.register_estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.0163);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn register_estimate(&self) -> f64 {
         match &self.repr {
             Repr::Sparse(sparse) => sparse.len() as f64,
@@ -346,6 +350,7 @@ impl HyperLogLog {
     /// assert!((hll.relative_standard_error() - 0.8326 / 64.0).abs() < 1e-4);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn relative_standard_error(&self) -> f64 {
         let sqrt_m = (self.register_count() as f64).sqrt();
         match &self.repr {
@@ -370,6 +375,7 @@ impl HyperLogLog {
     /// assert!(b.lower < 50_000.0 && 50_000.0 < b.upper);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn bounds(&self, confidence: Confidence) -> Bounds {
         match &self.repr {
             Repr::Sparse(sparse) => sparse::bounds(sparse.len(), confidence),
@@ -392,6 +398,7 @@ impl HyperLogLog {
     /// assert!(hll.size_in_bytes() >= 16_384 && hll.size_in_bytes() < 16_384 + 256);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
             + match &self.repr {
@@ -557,6 +564,7 @@ impl HyperLogLog {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         let body = match &self.repr {
             Repr::Sparse(sparse) => 4 + 4 * sparse.len(),
@@ -584,6 +592,7 @@ impl HyperLogLog {
     /// assert_eq!((back == hll, back.estimate()), (true, hll.estimate()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         // The martingale as it stands, not as `martingale_estimate` caps it.
         let martingale = match &self.repr {

@@ -175,6 +175,7 @@ impl UltraLogLog {
     /// assert_eq!(UltraLogLog::new(9)?.precision(), 9);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn precision(&self) -> u8 {
         self.core.shape.p
     }
@@ -186,6 +187,7 @@ impl UltraLogLog {
     /// assert_eq!(UltraLogLog::with_seed(9, 3)?.seed(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.core.seed
     }
@@ -255,6 +257,7 @@ impl UltraLogLog {
     /// assert!((ull.estimate() / 100_000.0 - 1.0).abs() < 4.0 * 0.0103);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn estimate(&self) -> f64 {
         self.core
             .exact()
@@ -280,6 +283,7 @@ impl UltraLogLog {
     /// assert!((ml / 100_000.0 - 1.0).abs() < 4.0 * 0.0119);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn register_estimate(&self, estimator: UltraLogLogEstimator) -> f64 {
         if let Some(n) = self.core.exact() {
             return n;
@@ -307,6 +311,7 @@ impl UltraLogLog {
     /// assert!(a.martingale_estimate().is_none());
     /// # Ok::<(), synopses::Error>(())
     /// ```
+    #[must_use]
     pub fn martingale_estimate(&self) -> Option<f64> {
         self.core.martingale_estimate()
     }
@@ -326,6 +331,7 @@ impl UltraLogLog {
     /// assert!((ull.relative_standard_error() - (3.47_f64 / (8.0 * 4096.0)).sqrt()).abs() < 1e-4);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn relative_standard_error(&self) -> f64 {
         self.core.relative_standard_error()
     }
@@ -346,6 +352,7 @@ impl UltraLogLog {
     /// assert!(b.lower < 50_000.0 && 50_000.0 < b.upper);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn bounds(&self, confidence: Confidence) -> Bounds {
         self.core.bounds(self.estimate(), confidence)
     }
@@ -361,6 +368,7 @@ impl UltraLogLog {
     /// assert!(ull.size_in_bytes() >= 4096 && ull.size_in_bytes() < 4096 + 128);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.core.heap_bytes()
     }
@@ -381,6 +389,7 @@ impl UltraLogLog {
     /// assert!(!ull.is_sparse());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn is_sparse(&self) -> bool {
         self.core.is_sparse()
     }
@@ -510,6 +519,7 @@ impl UltraLogLog {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         ENVELOPE_LEN + 1 + self.core.encoded_len()
     }
@@ -530,6 +540,7 @@ impl UltraLogLog {
     /// assert_eq!(UltraLogLog::from_bytes(&bytes)?, ull);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u8(self.precision());

@@ -30,6 +30,7 @@ impl Confidence {
     /// # use synopses::core::Confidence;
     /// assert_eq!(Confidence::ThreeSigma.z(), 3.0);
     /// ```
+    #[must_use]
     pub fn z(self) -> f64 {
         match self {
             Self::OneSigma => 1.0,
@@ -45,6 +46,7 @@ impl Confidence {
     /// # use synopses::core::Confidence;
     /// assert!((Confidence::OneSigma.probability() - 0.6827).abs() < 1e-4);
     /// ```
+    #[must_use]
     pub fn probability(self) -> f64 {
         match self {
             Self::OneSigma => 0.682_689_492_137_085_9,
@@ -94,6 +96,7 @@ impl Bounds {
     /// let b = Bounds { lower: 9.0, upper: 11.0 };
     /// assert!(b.contains(10.0) && !b.contains(12.0));
     /// ```
+    #[must_use]
     pub fn contains(&self, value: f64) -> bool {
         self.lower <= value && value <= self.upper
     }
@@ -125,6 +128,7 @@ impl Estimate {
     /// # use synopses::core::Estimate;
     /// assert_eq!(Estimate { value: 1.0, variance: 4.0 }.standard_error(), 2.0);
     /// ```
+    #[must_use]
     pub fn standard_error(&self) -> f64 {
         self.variance.max(0.0).sqrt()
     }
@@ -136,6 +140,7 @@ impl Estimate {
     /// let b = Estimate { value: 10.0, variance: 1.0 }.bounds(Confidence::ThreeSigma);
     /// assert!(b.contains(7.0) && b.contains(13.0) && !b.contains(13.5));
     /// ```
+    #[must_use]
     pub fn bounds(&self, confidence: Confidence) -> Bounds {
         let half = confidence.z() * self.standard_error();
         Bounds { lower: self.value - half, upper: self.value + half }

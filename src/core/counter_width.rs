@@ -45,6 +45,7 @@ impl CounterWidth {
     /// # use synopses::core::CounterWidth;
     /// assert_eq!(CounterWidth::Eight.bits(), 8);
     /// ```
+    #[must_use]
     pub const fn bits(self) -> u32 {
         1 << self.log2()
     }
@@ -56,6 +57,7 @@ impl CounterWidth {
     /// # use synopses::core::CounterWidth;
     /// assert_eq!(CounterWidth::Eight.max(), 255);
     /// ```
+    #[must_use]
     pub const fn max(self) -> u64 {
         u64::MAX >> (64 - self.bits())
     }

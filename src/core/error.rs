@@ -34,6 +34,7 @@ impl ConfigError {
     /// # use synopses::cardinality::FlajoletMartin;
     /// assert_eq!(FlajoletMartin::new(3).unwrap_err().parameter(), "bitmaps");
     /// ```
+    #[must_use]
     pub fn parameter(&self) -> &'static str {
         self.parameter
     }
@@ -44,6 +45,7 @@ impl ConfigError {
     /// # use synopses::cardinality::FlajoletMartin;
     /// assert_eq!(FlajoletMartin::new(3).unwrap_err().value(), "3");
     /// ```
+    #[must_use]
     pub fn value(&self) -> &str {
         &self.value
     }
@@ -54,6 +56,7 @@ impl ConfigError {
     /// # use synopses::cardinality::HyperLogLog;
     /// assert_eq!(HyperLogLog::new(2).unwrap_err().expected(), "an integer in 4..=18");
     /// ```
+    #[must_use]
     pub fn expected(&self) -> &'static str {
         self.expected
     }
@@ -108,6 +111,7 @@ impl MergeError {
     /// assert_eq!(a.merge(&HyperLogLog::new(14)?).unwrap_err().parameter(), "precision");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use]
     pub fn parameter(&self) -> &'static str {
         self.parameter
     }
@@ -120,6 +124,7 @@ impl MergeError {
     /// assert_eq!(a.merge(&HyperLogLog::new(14)?).unwrap_err().ours(), "12");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use]
     pub fn ours(&self) -> &str {
         &self.ours
     }
@@ -132,6 +137,7 @@ impl MergeError {
     /// assert_eq!(a.merge(&HyperLogLog::new(14)?).unwrap_err().theirs(), "14");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[must_use]
     pub fn theirs(&self) -> &str {
         &self.theirs
     }

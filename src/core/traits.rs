@@ -121,6 +121,7 @@ pub trait Mergeable: Sized {
     /// assert_eq!((empty.precision(), empty.estimate()), (10, 0.0));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     fn empty_like(&self) -> Self;
 
     /// A new, empty instance for part `index` of a stream split over partitions, to be
@@ -147,6 +148,7 @@ pub trait Mergeable: Sized {
     /// assert_eq!((whole.seen(), whole.len()), (4000, 10));
     /// # Ok::<(), synopses::Error>(())
     /// ```
+    #[must_use]
     fn empty_part(&self, index: u64) -> Self {
         let _ = index;
         self.empty_like()

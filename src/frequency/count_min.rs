@@ -313,6 +313,7 @@ impl CountMin {
     /// assert_eq!(CountMin::new(100, 3)?.width(), 100);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn width(&self) -> usize {
         self.width
     }
@@ -324,6 +325,7 @@ impl CountMin {
     /// assert_eq!(CountMin::new(100, 3)?.depth(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn depth(&self) -> u32 {
         self.depth
     }
@@ -335,6 +337,7 @@ impl CountMin {
     /// assert_eq!(CountMin::new(100, 3)?.seed(), synopses::hash::DEFAULT_SEED);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -346,6 +349,7 @@ impl CountMin {
     /// assert_eq!(CountMin::new(100, 3)?.update_rule(), Update::Standard);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn update_rule(&self) -> Update {
         self.update
     }
@@ -358,6 +362,7 @@ impl CountMin {
     /// assert_eq!(CountMin::new(100, 3)?.counter_width(), CounterWidth::SixtyFour);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn counter_width(&self) -> CounterWidth {
         self.counters.width()
     }
@@ -369,6 +374,7 @@ impl CountMin {
     /// assert!((CountMin::new(2719, 5)?.epsilon() - 0.001).abs() < 1e-6);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn epsilon(&self) -> f64 {
         std::f64::consts::E / self.width as f64
     }
@@ -380,6 +386,7 @@ impl CountMin {
     /// assert!((CountMin::new(2719, 5)?.delta() - 0.0067).abs() < 1e-4);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn delta(&self) -> f64 {
         (-f64::from(self.depth)).exp()
     }
@@ -394,6 +401,7 @@ impl CountMin {
     /// assert_eq!(cm.total(), 6);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn total(&self) -> u64 {
         self.total
     }
@@ -542,6 +550,7 @@ impl CountMin {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     #[inline]
+    #[must_use]
     pub fn estimate_hash(&self, hash: u64) -> u64 {
         let (width, depth) = (self.width, self.depth);
         // As in `observe_hash_weighted`: 64-bit counters inline, the others behind a call.
@@ -587,6 +596,7 @@ impl CountMin {
     /// assert_eq!(cm.saturated_counters(), 4); // one per row
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn saturated_counters(&self) -> usize {
         self.counters.saturated()
     }
@@ -629,6 +639,7 @@ impl CountMin {
     /// assert_eq!(narrow.size_in_bytes(), std::mem::size_of::<CountMin>() + 2 * 4096 * 5);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.counters.bytes()
     }
@@ -689,6 +700,7 @@ impl CountMin {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         ENVELOPE_LEN + 22 + self.counters.bytes()
     }
@@ -718,6 +730,7 @@ impl CountMin {
     /// assert_eq!(narrow.to_bytes().len(), 4 + 22 + 300 + 8);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u32(self.width as u32);

@@ -119,6 +119,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// assert_eq!(HeavyHitters::<u64>::new(10)?.seed(), synopses::hash::DEFAULT_SEED);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -130,6 +131,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// assert_eq!(HeavyHitters::<u64>::new(10)?.capacity(), 10);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn capacity(&self) -> usize {
         self.capacity
     }
@@ -144,6 +146,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// assert_eq!(hh.len(), 2);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn len(&self) -> usize {
         self.counts.len()
     }
@@ -158,6 +161,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// assert!(!hh.is_empty());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.counts.is_empty()
     }
@@ -171,6 +175,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// assert_eq!(hh.total(), 5);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn total(&self) -> u64 {
         self.total
     }
@@ -186,6 +191,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// assert!(hh.error() <= hh.total() / 2);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn error(&self) -> u64 {
         self.error
     }
@@ -310,6 +316,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// assert_eq!(hh.top(2), vec![(3, 3), (1, 2)]);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn top(&self, n: usize) -> Vec<(T, u64)> {
         // Order references and clone only the `n` items returned: a selection, then a sort of
         // the selected.
@@ -379,6 +386,7 @@ impl<T: Hashable + Clone + Eq> HeavyHitters<T> {
     /// assert!(hh.size_in_bytes() >= std::mem::size_of::<HeavyHitters<u64>>());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.counts.capacity() * (std::mem::size_of::<Counter<T>>() + 1)
     }
@@ -433,6 +441,7 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         let seed = if self.seed == DEFAULT_SEED { 0 } else { 8 };
         let counters: usize = self.counts.iter().map(|c| c.item.encoded_len() + 8).sum();
@@ -458,6 +467,7 @@ impl<T: Item + Hashable + Clone + Eq> HeavyHitters<T> {
     /// assert_eq!(HeavyHitters::<String>::from_bytes(&seeded.to_bytes())?.seed(), 7);
     /// # Ok::<(), synopses::Error>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         // Every item's encoding in one buffer, each counter with its span of it.
         let mut encoded = Vec::new();

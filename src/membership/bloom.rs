@@ -133,6 +133,7 @@ impl Bloom {
     /// assert_eq!(Bloom::new(1000, 3)?.bits(), 1000);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn bits(&self) -> usize {
         self.bits.len()
     }
@@ -144,6 +145,7 @@ impl Bloom {
     /// assert_eq!(Bloom::new(1000, 3)?.hashes(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn hashes(&self) -> u32 {
         self.hashes
     }
@@ -155,6 +157,7 @@ impl Bloom {
     /// assert_eq!(Bloom::new(1000, 3)?.seed(), synopses::hash::DEFAULT_SEED);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -241,6 +244,7 @@ impl Bloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     #[inline]
+    #[must_use]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let words = self.bits.as_raw_slice();
         // No early exit: the k loads then go out together instead of one after another, and
@@ -260,6 +264,7 @@ impl Bloom {
     /// assert!((1..=3).contains(&b.set_bits()));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn set_bits(&self) -> usize {
         self.bits.count_ones()
     }
@@ -274,6 +279,7 @@ impl Bloom {
     /// assert!((b.false_positive_rate() - 0.01).abs() < 0.005);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn false_positive_rate(&self) -> f64 {
         (self.set_bits() as f64 / self.bits() as f64).powi(self.hashes as i32)
     }
@@ -287,6 +293,7 @@ impl Bloom {
     /// assert!((b.expected_false_positive_rate(1_000_000) - 0.01).abs() < 1e-4);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
         let k = f64::from(self.hashes);
         (1.0 - (-k * items as f64 / self.bits() as f64).exp()).powf(k)
@@ -307,6 +314,7 @@ impl Bloom {
     /// assert_eq!(full.estimated_items(), 64.0 * 64_f64.ln());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn estimated_items(&self) -> f64 {
         let m = self.bits() as f64;
         let unset = (m - self.set_bits() as f64).max(1.0);
@@ -321,6 +329,7 @@ impl Bloom {
     /// assert_eq!(b.size_in_bytes(), std::mem::size_of::<Bloom>() + (1 << 20) / 8);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + 8 * self.bits.as_raw_slice().len()
     }
@@ -360,6 +369,7 @@ impl Bloom {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         ENVELOPE_LEN + 17 + 8 * self.bits.as_raw_slice().len()
     }
@@ -376,6 +386,7 @@ impl Bloom {
     /// assert_eq!(b.to_bytes().len(), 4 + 17 + 8 * 2 + 8);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         let words = self.bits.as_raw_slice();
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());

@@ -295,6 +295,7 @@ impl CountingBloom {
     /// assert_eq!(CountingBloom::new(1000, 3)?.counters(), 1000);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn counters(&self) -> usize {
         self.counters
     }
@@ -306,6 +307,7 @@ impl CountingBloom {
     /// assert_eq!(CountingBloom::new(1000, 3)?.hashes(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn hashes(&self) -> u32 {
         self.hashes
     }
@@ -317,6 +319,7 @@ impl CountingBloom {
     /// assert_eq!(CountingBloom::new(1000, 3)?.counter_width(), CounterWidth::Four);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn counter_width(&self) -> CounterWidth {
         self.width
     }
@@ -328,6 +331,7 @@ impl CountingBloom {
     /// assert_eq!(CountingBloom::new(1000, 3)?.seed(), synopses::hash::DEFAULT_SEED);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn seed(&self) -> u64 {
         self.seed
     }
@@ -345,6 +349,7 @@ impl CountingBloom {
     /// assert_eq!(f.total(), 2);
     /// # Ok::<(), synopses::Error>(())
     /// ```
+    #[must_use]
     pub fn total(&self) -> u64 {
         self.total
     }
@@ -505,6 +510,7 @@ impl CountingBloom {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     #[inline]
+    #[must_use]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let log2 = self.width.log2();
         let max = self.width.max();
@@ -546,6 +552,7 @@ impl CountingBloom {
     /// assert_eq!(f.estimate_hash("cat".hash64(f.seed())), 2);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn estimate_hash(&self, hash: u64) -> u64 {
         Positions::new(hash, self.counters, self.hashes).map(|position| self.counter(position)).min().unwrap_or(0)
     }
@@ -564,6 +571,7 @@ impl CountingBloom {
     /// assert!((1..=3).contains(&f.saturated_counters()));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn saturated_counters(&self) -> usize {
         let w = self.width.bits();
         let lanes = lane_bases(w);
@@ -582,6 +590,7 @@ impl CountingBloom {
     /// assert!((1..=3).contains(&f.nonzero_counters()));
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn nonzero_counters(&self) -> usize {
         let w = self.width.bits();
         let lanes = lane_bases(w);
@@ -608,6 +617,7 @@ impl CountingBloom {
     /// assert!((f.false_positive_rate() - 0.01).abs() < 0.005);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn false_positive_rate(&self) -> f64 {
         (self.nonzero_counters() as f64 / self.counters as f64).powi(self.hashes as i32)
     }
@@ -621,6 +631,7 @@ impl CountingBloom {
     /// assert!((f.expected_false_positive_rate(1_000_000) - 0.01).abs() < 1e-4);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
         let k = f64::from(self.hashes);
         (1.0 - (-k * items as f64 / self.counters as f64).exp()).powf(k)
@@ -641,6 +652,7 @@ impl CountingBloom {
     /// assert_eq!(counting.to_bloom(), plain);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn to_bloom(&self) -> Bloom {
         let mut bits: BitVec<u64, Lsb0> = BitVec::repeat(false, self.counters);
         for i in 0..self.counters {
@@ -659,6 +671,7 @@ impl CountingBloom {
     /// assert_eq!(f.size_in_bytes(), std::mem::size_of::<CountingBloom>() + (1 << 20) / 2);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + 8 * self.words.len()
     }
@@ -701,6 +714,7 @@ impl CountingBloom {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         ENVELOPE_LEN + 26 + 8 * self.words.len()
     }
@@ -718,6 +732,7 @@ impl CountingBloom {
     /// assert_eq!(f.to_bytes().len(), 4 + 26 + 8 * 7 + 8);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u64(self.counters as u64);

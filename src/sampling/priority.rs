@@ -331,6 +331,7 @@ impl<T: Item> PrioritySample<T> {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         self.state.weighted_encoded_len()
     }
@@ -351,6 +352,7 @@ impl<T: Item> PrioritySample<T> {
     /// assert_eq!(p.to_bytes().len(), 4 + 40 + 24 + 8);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         self.state.encode_weighted(Self::FAMILY, self.capacity(), self.total_weight)
     }

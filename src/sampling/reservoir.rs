@@ -352,6 +352,7 @@ impl<T: Item> Reservoir<T> {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         ENVELOPE_LEN + 4 + self.state.encoded_len()
     }
@@ -371,6 +372,7 @@ impl<T: Item> Reservoir<T> {
     /// assert_eq!(r.to_bytes().len(), 4 + 32 + 2 * 16 + 8);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u32(self.capacity() as u32);

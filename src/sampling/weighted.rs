@@ -328,6 +328,7 @@ impl<T: Item> WeightedReservoir<T> {
     /// assert_eq!(x.encoded_len(), x.to_bytes().len());
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn encoded_len(&self) -> usize {
         self.state.weighted_encoded_len()
     }
@@ -348,6 +349,7 @@ impl<T: Item> WeightedReservoir<T> {
     /// assert_eq!(r.to_bytes().len(), 4 + 40 + 24 + 8);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         self.state.encode_weighted(Self::FAMILY, self.capacity(), self.total_weight)
     }

@@ -65,6 +65,7 @@ pub trait PartPolicy: Sized {
     /// A policy for part `index` of a stream split over partitions: for a randomized policy,
     /// one with its own random stream (see [`Mergeable::empty_part`](crate::core::Mergeable::empty_part));
     /// distinct indexes give distinct streams.
+    #[must_use]
     fn part(&self, index: u64) -> Self;
 
     /// Whether the states of two shedders with these policies may merge: `both_used` says

@@ -56,6 +56,7 @@ pub trait Partitioner: Clone {
 
     /// A new sender of the same configuration, with no loads: what each sending thread of
     /// [`Partitioned`](super::Partitioned)'s `par_observe` routes with.
+    #[must_use]
     fn sender(&self) -> Self;
 
     /// Whether the worker of an item depends on nothing but its position, so that a slice can
@@ -511,6 +512,7 @@ impl DChoices {
     /// assert_eq!(DChoices::new(8, 3)?.choices(), 3);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[must_use]
     pub fn choices(&self) -> usize {
         self.choices
     }
