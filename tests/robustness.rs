@@ -232,6 +232,16 @@ fn check_decoded<S: Subject>(bytes: &[u8]) -> Result<(), TestCaseError> {
 /// A decoder reporting only the error.
 type Decoder = fn(&[u8]) -> Result<(), DecodeError>;
 
+/// Family codes are never shared: two types of one code would read each other's bytes.
+#[test]
+fn family_codes_are_distinct() {
+    let mut seen = std::collections::HashMap::new();
+    for (code, name) in families() {
+        let first = *seen.entry(code).or_insert(name);
+        assert_eq!(first, name, "family code {code} is used twice");
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Mutation {
     FlipBit(Index, u8),
@@ -477,6 +487,12 @@ macro_rules! decoder_suites {
 
         /// Every type's decoder, with its family code: what any encoding must meet.
         const DECODERS: &[(u8, Decoder)] = &[$((<$ty>::FAMILY, |b| <$ty>::from_bytes(b).map(drop))),*];
+
+        /// Every type's family code and name (without its item type).
+        fn families() -> Vec<(u8, &'static str)> {
+            let base = |name: &'static str| name.split('<').next().unwrap_or(name);
+            vec![$((<$ty>::FAMILY, base(std::any::type_name::<$ty>()))),*]
+        }
     };
 }
 common::for_each_subject!(decoder_suites);
