@@ -25,14 +25,11 @@ mod common;
 
 use common::{Answers, Subject};
 use synopses::DecodeError;
-use synopses::cardinality::{
-    ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator,
-};
+use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
 use synopses::codec::Codec;
-use synopses::core::Weight;
-use synopses::frequency::{CountMin, HeavyHitters, Update};
+use synopses::frequency::{CountMin, HeavyHitters};
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_bytes};
-use synopses::membership::{Bloom, CounterWidth, CountingBloom};
+use synopses::membership::{Bloom, CountingBloom};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -241,149 +238,18 @@ fn digest(answers: &[f64]) -> u64 {
     hash_bytes(&bytes, 0)
 }
 
-/// HyperLogLog of precision `p` and `seed` that observed `items`.
-fn hll(p: u8, seed: u64, items: impl IntoIterator<Item = u64>) -> Result<HyperLogLog, Box<dyn Error>> {
-    let mut h = HyperLogLog::with_seed(p, seed)?;
-    items.into_iter().for_each(|i| h.observe(i));
-    Ok(h)
-}
-
-/// FlajoletMartin of `bitmaps` bitmaps and `seed` that observed `items`.
-fn fm(bitmaps: usize, seed: u64, items: impl IntoIterator<Item = u64>) -> Result<FlajoletMartin, Box<dyn Error>> {
-    let mut f = FlajoletMartin::with_seed(bitmaps, seed)?;
-    items.into_iter().for_each(|i| f.observe(i));
-    Ok(f)
-}
-
-/// The recipe of every fixture file: its name and the sketch it holds. Each recipe also
-/// asserts the mode it is meant to pin, so a change of the sparse/dense switch shows up as such.
+/// The recipe of every fixture file, from each subject's `fixtures` (`tests/common`): its name
+/// and the state it holds. Each recipe also asserts the mode it is meant to pin, so a change of
+/// the sparse/dense switch shows up as such.
 fn fixtures() -> Result<Vec<Fixture>, Box<dyn Error>> {
-    let empty = HyperLogLog::new(12)?;
-
-    let sparse = hll(12, DEFAULT_SEED, 0..300)?;
-    assert!(sparse.is_sparse());
-
-    let mut strings = HyperLogLog::with_seed(10, 0)?;
-    (0..150).for_each(|i| strings.observe(format!("user-{i}")));
-    assert!(strings.is_sparse());
-
-    let dense = hll(12, DEFAULT_SEED, 0..100_000)?;
-    assert!(!dense.is_sparse() && dense.martingale_estimate().is_some());
-
-    let mut merged = hll(12, 42, 0..60_000)?;
-    merged.merge(&hll(12, 42, 40_000..100_000)?)?;
-    assert!(!merged.is_sparse() && merged.martingale_estimate().is_none());
-
-    let p4 = hll(4, DEFAULT_SEED, 0..1_000)?;
-    assert!(!p4.is_sparse());
-
-    let fm256 = fm(256, DEFAULT_SEED, 0..100_000)?;
-    let fm16 = fm(16, 99, 0..20)?;
-
-    // Count-Min of both rules over a skewed stream: key k occurs 1000 / (k + 1) times.
-    let skewed = || (0..1000_u64).flat_map(|k| std::iter::repeat_n(k, (1000 / (k + 1)) as usize));
-    let mut cm = CountMin::new(64, 3)?;
-    cm.observe_all(skewed());
-    let mut cu = CountMin::builder(64, 3).seed(5).update_rule(Update::Conservative).build()?;
-    cu.observe_all(skewed());
-    // The same with narrow counters: 8-bit ones, some saturated (key 0 alone is 1000), and
-    // 16-bit conservative ones, none saturated.
-    let mut cm8 = CountMin::builder(64, 3).counter_width(CounterWidth::Eight).build()?;
-    cm8.observe_all(skewed());
-    assert!(cm8.saturated_counters() > 0);
-    let cu_builder = CountMin::builder(64, 3).seed(5).update_rule(Update::Conservative);
-    let mut cu16 = cu_builder.counter_width(CounterWidth::Sixteen).build()?;
-    cu16.observe_all(skewed());
-    assert_eq!(cu16.saturated_counters(), 0);
-
-    // A 1 % filter for 500 items holding 400, and one whose length is not a multiple of 64.
-    let mut bloom = Bloom::with_false_positive_rate(500, 0.01)?;
-    bloom.observe_all(0..400_u64);
-    let mut odd = Bloom::with_seed(100, 3, 8)?;
-    odd.observe_all(["a", "b", "c"]);
-
-    // Heavy hitters of the skewed stream's keys as strings, capacity 8 (reduced many times).
-    let mut hh = HeavyHitters::new(8)?;
-    hh.observe_all(skewed().map(|k| format!("key-{k}")));
-    assert!(hh.error() > 0);
-    // The same with a seed of its own: the capacity's flag bit, then the seed.
-    let mut hh_seeded = HeavyHitters::with_seed(8, 7)?;
-    hh_seeded.observe_all(skewed().map(|k| format!("key-{k}")));
-
-    // A 4-bit counting filter for 500 items: 400 inserted, 100 of them removed, and one item
-    // inserted 20 times, which saturates its counters; and an 8-bit one of odd length.
-    let mut counting = CountingBloom::with_false_positive_rate(500, 0.01)?;
-    counting.observe_all(0..400_u64);
-    (0..100_u64).try_for_each(|i| counting.remove(i))?;
-    (0..20).for_each(|_| counting.observe("hot"));
-    assert!(counting.saturated_counters() > 0);
-    let mut wide = CountingBloom::builder(100, 3).counter_width(CounterWidth::Eight).seed(8).build()?;
-    wide.observe_all(["a", "b", "c", "a"]);
-
-    // Seeded samplers: 10 of 0..100 000 uniformly; 5 weighted by 1 + i % 7 of 0..1000; a
-    // priority sample of 8 with the same weights. The fixtures pin the random draws.
-    let mut reservoir = Reservoir::new(10, 2024)?;
-    reservoir.observe_all(0..100_000_u64);
-    let weight = |i: u64| Weight::new(1.0 + (i % 7) as f64);
-    let mut weighted = WeightedReservoir::new(5, 2024)?;
-    let mut priority = PrioritySample::new(8, 2024)?;
-    for i in 0..1000_u64 {
-        weighted.observe_weighted(i, weight(i)?);
-        priority.observe_weighted(i, weight(i)?);
+    macro_rules! all_fixtures {
+        ($($name:ident: $ty:ty),* $(,)?) => {{
+            let mut out: Vec<Fixture> = Vec::new();
+            $(out.extend(<$ty>::fixtures().into_iter().map(|(file, s)| (file, Box::new(s) as Box<dyn Pinned>)));)*
+            out
+        }};
     }
-
-    // UltraLogLog: one stream (with its martingale) and a merge of two; ExaLogLog with the
-    // recommended (2, 20) and with (1, 9), whose 16-bit registers pack evenly.
-    let mut ull = UltraLogLog::new(10)?;
-    ull.observe_all(0..100_000_u64);
-    let mut ull_merged = UltraLogLog::with_seed(8, 42)?;
-    ull_merged.observe_all(0..60_000_u64);
-    let mut other = UltraLogLog::with_seed(8, 42)?;
-    other.observe_all(40_000..100_000_u64);
-    ull_merged.merge(&other)?;
-    let mut ell = ExaLogLog::new(8)?;
-    ell.observe_all(0..100_000_u64);
-    let mut ell_19 = ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: 6, t: 1, d: 9 }, 3)?;
-    ell_19.observe_all((0..500).map(|i| format!("user-{i}")));
-    // Both in their sparse mode, and UltraLogLog's empty sketch.
-    let mut ull_sparse = UltraLogLog::with_seed(12, 0)?;
-    ull_sparse.observe_all((0..150).map(|i| format!("user-{i}")));
-    assert!(ull_sparse.is_sparse());
-    let mut ell_sparse = ExaLogLog::new(10)?;
-    ell_sparse.observe_all(0..300_u64);
-    assert!(ell_sparse.is_sparse());
-    assert!(!ull.is_sparse() && !ull_merged.is_sparse() && !ell.is_sparse() && !ell_19.is_sparse());
-
-    Ok(vec![
-        ("hll_p12_empty.bin", Box::new(empty)),
-        ("hll_p12_sparse.bin", Box::new(sparse)),
-        ("hll_p10_sparse_strings.bin", Box::new(strings)),
-        ("hll_p12_dense.bin", Box::new(dense)),
-        ("hll_p12_merged.bin", Box::new(merged)),
-        ("hll_p4_dense.bin", Box::new(p4)),
-        ("fm_256.bin", Box::new(fm256)),
-        ("fm_16_seed99.bin", Box::new(fm16)),
-        ("cm_64x3.bin", Box::new(cm)),
-        ("cu_64x3_seed5.bin", Box::new(cu)),
-        ("cm_64x3_8bit.bin", Box::new(cm8)),
-        ("cu_64x3_seed5_16bit.bin", Box::new(cu16)),
-        ("bloom_500_1pct.bin", Box::new(bloom)),
-        ("bloom_100x3_seed8.bin", Box::new(odd)),
-        ("hh_8_strings.bin", Box::new(hh)),
-        ("hh_8_strings_seed7.bin", Box::new(hh_seeded)),
-        ("cbf_500_1pct.bin", Box::new(counting)),
-        ("cbf_100x3_8bit_seed8.bin", Box::new(wide)),
-        ("reservoir_10_seed2024.bin", Box::new(reservoir)),
-        ("weighted_5_seed2024.bin", Box::new(weighted)),
-        ("priority_8_seed2024.bin", Box::new(priority)),
-        ("ull_p10.bin", Box::new(ull)),
-        ("ull_p8_seed42_merged.bin", Box::new(ull_merged)),
-        ("ell_p8.bin", Box::new(ell)),
-        ("ell_p6_t1_d9_strings.bin", Box::new(ell_19)),
-        ("ull_p12_empty.bin", Box::new(UltraLogLog::new(12)?)),
-        ("ull_p12_sparse_strings.bin", Box::new(ull_sparse)),
-        ("ell_p10_sparse.bin", Box::new(ell_sparse)),
-    ])
+    Ok(common::for_each_subject!(all_fixtures))
 }
 
 fn fixture_dir() -> PathBuf {
@@ -462,6 +328,20 @@ fn fixtures_decode_to_their_recipe() -> TestResult {
 // Estimates
 // ---------------------------------------------------------------------------------------------
 
+/// HyperLogLog of precision `p` and `seed` that observed `items`.
+fn hll(p: u8, seed: u64, items: impl IntoIterator<Item = u64>) -> Result<HyperLogLog, Box<dyn Error>> {
+    let mut h = HyperLogLog::with_seed(p, seed)?;
+    items.into_iter().for_each(|i| h.observe(i));
+    Ok(h)
+}
+
+/// FlajoletMartin of `bitmaps` bitmaps and `seed` that observed `items`.
+fn fm(bitmaps: usize, seed: u64, items: impl IntoIterator<Item = u64>) -> Result<FlajoletMartin, Box<dyn Error>> {
+    let mut f = FlajoletMartin::with_seed(bitmaps, seed)?;
+    items.into_iter().for_each(|i| f.observe(i));
+    Ok(f)
+}
+
 /// Named estimates of seeded sketches, for [`ESTIMATE_BITS`].
 fn estimates() -> Result<Vec<(&'static str, f64)>, Box<dyn Error>> {
     let mut out = Vec::new();
@@ -499,6 +379,10 @@ fn estimates() -> Result<Vec<(&'static str, f64)>, Box<dyn Error>> {
 /// `(name, f64::to_bits of the estimate)`, computed once and pasted; for each fixture, its first
 /// answer and a digest of all its answers (`tests/common`'s `Answers`).
 const ESTIMATE_BITS: &[(&str, u64)] = &[
+    ("fm_256.bin", 0x40FBB5FD1AE2AFB6), // 113503.81906384122
+    ("fm_256.bin digest of the answers", 0xFF6253F35440DAE4),
+    ("fm_16_seed99.bin", 0x40357AE8506BED20), // 21.480107332562625
+    ("fm_16_seed99.bin digest of the answers", 0x18780A07ABA6EBEC),
     ("hll_p12_empty.bin", 0x0000000000000000), // 0
     ("hll_p12_empty.bin digest of the answers", 0x04007D3C9B5E38CB),
     ("hll_p12_sparse.bin", 0x4072C00000000000), // 300
@@ -511,10 +395,20 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("hll_p12_merged.bin digest of the answers", 0xEBFFAECBA93A3BC5),
     ("hll_p4_dense.bin", 0x409218DD1D199184), // 1158.2159313197199
     ("hll_p4_dense.bin digest of the answers", 0x8A5BF841B6D34C05),
-    ("fm_256.bin", 0x40FBB5FD1AE2AFB6), // 113503.81906384122
-    ("fm_256.bin digest of the answers", 0xFF6253F35440DAE4),
-    ("fm_16_seed99.bin", 0x40357AE8506BED20), // 21.480107332562625
-    ("fm_16_seed99.bin digest of the answers", 0x18780A07ABA6EBEC),
+    ("ull_p10.bin", 0x40F7B6FA451F41F7), // 97135.64187551277
+    ("ull_p10.bin digest of the answers", 0x25A41A33E4A0FE2E),
+    ("ull_p8_seed42_merged.bin", 0x40F75EE3D99D814E), // 95726.24062872419
+    ("ull_p8_seed42_merged.bin digest of the answers", 0x0E6686519323B5F6),
+    ("ull_p12_empty.bin", 0x0000000000000000), // 0
+    ("ull_p12_empty.bin digest of the answers", 0xAF1BF82DD1054BC4),
+    ("ull_p12_sparse_strings.bin", 0x4062C00000000000), // 150
+    ("ull_p12_sparse_strings.bin digest of the answers", 0x28B8F9C88E367F61),
+    ("ell_p8.bin", 0x40F8B95DA3F88918), // 101269.85253194382
+    ("ell_p8.bin digest of the answers", 0x4A7824F395A2CDD9),
+    ("ell_p6_t1_d9_strings.bin", 0x40804F4C9D203AB9), // 521.912409068863
+    ("ell_p6_t1_d9_strings.bin digest of the answers", 0xE86AB354AFC34342),
+    ("ell_p10_sparse.bin", 0x4072C00000000000), // 300
+    ("ell_p10_sparse.bin digest of the answers", 0x4C5311D1FA1B8701),
     ("cm_64x3.bin", 0x40BB9D0000000000), // 7069
     ("cm_64x3.bin digest of the answers", 0x6A9668F5D6C61487),
     ("cu_64x3_seed5.bin", 0x40BB9D0000000000), // 7069
@@ -523,14 +417,14 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("cm_64x3_8bit.bin digest of the answers", 0xD6ECE55D5369D4BC),
     ("cu_64x3_seed5_16bit.bin", 0x40BB9D0000000000), // 7069
     ("cu_64x3_seed5_16bit.bin digest of the answers", 0x24251361F14B14EF),
-    ("bloom_500_1pct.bin", 0x40A0820000000000), // 2113
-    ("bloom_500_1pct.bin digest of the answers", 0x174EC72337961052),
-    ("bloom_100x3_seed8.bin", 0x4022000000000000), // 9
-    ("bloom_100x3_seed8.bin digest of the answers", 0x697321755B6B3543),
     ("hh_8_strings.bin", 0x40BB9D0000000000), // 7069
     ("hh_8_strings.bin digest of the answers", 0x9D04295B5F79F413),
     ("hh_8_strings_seed7.bin", 0x40BB9D0000000000), // 7069
     ("hh_8_strings_seed7.bin digest of the answers", 0x9D04295B5F79F413),
+    ("bloom_500_1pct.bin", 0x40A0820000000000), // 2113
+    ("bloom_500_1pct.bin digest of the answers", 0x174EC72337961052),
+    ("bloom_100x3_seed8.bin", 0x4022000000000000), // 9
+    ("bloom_100x3_seed8.bin digest of the answers", 0x697321755B6B3543),
     ("cbf_500_1pct.bin", 0x4074000000000000), // 320
     ("cbf_500_1pct.bin digest of the answers", 0x42FA6FFAC45BDA8B),
     ("cbf_100x3_8bit_seed8.bin", 0x4010000000000000), // 4
@@ -541,20 +435,6 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("weighted_5_seed2024.bin digest of the answers", 0x957C8AA801CF0467),
     ("priority_8_seed2024.bin", 0x408F400000000000), // 1000
     ("priority_8_seed2024.bin digest of the answers", 0xE8BFDEEA60204DE9),
-    ("ull_p10.bin", 0x40F7B6FA451F41F7), // 97135.64187551277
-    ("ull_p10.bin digest of the answers", 0x25A41A33E4A0FE2E),
-    ("ull_p8_seed42_merged.bin", 0x40F75EE3D99D814E), // 95726.24062872419
-    ("ull_p8_seed42_merged.bin digest of the answers", 0x0E6686519323B5F6),
-    ("ell_p8.bin", 0x40F8B95DA3F88918), // 101269.85253194382
-    ("ell_p8.bin digest of the answers", 0x4A7824F395A2CDD9),
-    ("ell_p6_t1_d9_strings.bin", 0x40804F4C9D203AB9), // 521.912409068863
-    ("ell_p6_t1_d9_strings.bin digest of the answers", 0xE86AB354AFC34342),
-    ("ull_p12_empty.bin", 0x0000000000000000), // 0
-    ("ull_p12_empty.bin digest of the answers", 0xAF1BF82DD1054BC4),
-    ("ull_p12_sparse_strings.bin", 0x4062C00000000000), // 150
-    ("ull_p12_sparse_strings.bin digest of the answers", 0x28B8F9C88E367F61),
-    ("ell_p10_sparse.bin", 0x4072C00000000000), // 300
-    ("ell_p10_sparse.bin digest of the answers", 0x4C5311D1FA1B8701),
     ("hll p12 0..100k register_estimate", 0x40F8C5934BA36353), // 101465.2059663658
     ("hll p12 0..100k reduce(8)", 0x40F8BC1E909F04AC),         // 101313.91030790162
     ("hll p14 seed 7 0..1M estimate", 0x412E319560005665),     // 989386.6875025748

@@ -12,6 +12,7 @@ use synopses::cardinality::{
 use synopses::codec::Codec;
 use synopses::core::{Confidence, Mergeable, Weight};
 use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
+use synopses::hash::DEFAULT_SEED;
 use synopses::hash::hash_bytes;
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
@@ -80,6 +81,10 @@ pub trait Subject: Answers + Codec + Mergeable + Clone + PartialEq + Debug {
     /// Most are small, so that mutating their encodings is quick; at least one is large, so
     /// that the allocation checks see a large claim.
     fn examples() -> Vec<(String, Self)>;
+
+    /// Seeded recipes pinned by the committed files of `tests/fixtures/v1/` (`tests/golden.rs`):
+    /// each file's name and the state it must hold, byte for byte.
+    fn fixtures() -> Vec<(&'static str, Self)>;
 
     /// Uses a decoded state as a user would (observes, converts, reduces, removes), which must
     /// not panic; the answers are checked by the caller.
@@ -166,7 +171,7 @@ fn sketch_examples<S: Mergeable + Clone, P: Debug + Copy>(
 /// A distinct-count sketch with a martingale: `$extra` uses a decoded state further, and
 /// `$examples` are its examples.
 macro_rules! distinct_count_subject {
-    ($ty:ty, |$s:ident| $extra:expr, $examples:expr) => {
+    ($ty:ty, |$s:ident| $extra:expr, $examples:expr, $fixtures:expr) => {
         impl Subject for $ty {
             fn without_history(&self) -> Self {
                 // A self-merge ends a martingale and changes no register.
@@ -188,8 +193,32 @@ macro_rules! distinct_count_subject {
             fn examples() -> Vec<(String, Self)> {
                 $examples
             }
+
+            fn fixtures() -> Vec<(&'static str, Self)> {
+                $fixtures
+            }
         }
     };
+}
+
+/// A sketch made by `make` that observed `items`.
+fn fed<S, T>(make: Result<S, synopses::ConfigError>, items: impl IntoIterator<Item = T>) -> S
+where
+    S: synopses::core::Operator<T>,
+{
+    let mut s = make.expect("valid parameters");
+    items.into_iter().for_each(|i| s.observe(i));
+    s
+}
+
+/// A skewed stream: key `k` occurs `1000 / (k + 1)` times.
+fn skewed() -> impl Iterator<Item = u64> {
+    (0..1000_u64).flat_map(|k| std::iter::repeat_n(k, (1000 / (k + 1)) as usize))
+}
+
+/// `n` user names.
+fn users(n: u64) -> impl Iterator<Item = String> {
+    (0..n).map(|i| format!("user-{i}"))
 }
 
 // Sparse, the switch, dense; the largest precisions dense for the allocation checks.
@@ -201,7 +230,27 @@ distinct_count_subject!(
         &[(4, 3), (8, 30), (8, 1000), (12, 100), (18, 300_000)],
         |p| HyperLogLog::with_seed(p, u64::from(p)).expect("a precision"),
         |s, i| s.observe(i),
-    )
+    ),
+    {
+        let hll = |p, seed, items| fed(HyperLogLog::with_seed(p, seed), items);
+        let sparse = hll(12, DEFAULT_SEED, 0..300_u64);
+        let strings = fed(HyperLogLog::with_seed(10, 0), users(150));
+        let dense = hll(12, DEFAULT_SEED, 0..100_000);
+        let mut merged = hll(12, 42, 0..60_000);
+        merged.merge(&hll(12, 42, 40_000..100_000)).expect("the same configuration");
+        let p4 = hll(4, DEFAULT_SEED, 0..1_000);
+        assert!(sparse.is_sparse() && strings.is_sparse() && !p4.is_sparse());
+        assert!(!dense.is_sparse() && dense.martingale_estimate().is_some());
+        assert!(!merged.is_sparse() && merged.martingale_estimate().is_none());
+        vec![
+            ("hll_p12_empty.bin", HyperLogLog::new(12).expect("a precision")),
+            ("hll_p12_sparse.bin", sparse),
+            ("hll_p10_sparse_strings.bin", strings),
+            ("hll_p12_dense.bin", dense),
+            ("hll_p12_merged.bin", merged),
+            ("hll_p4_dense.bin", p4),
+        ]
+    }
 );
 distinct_count_subject!(
     UltraLogLog,
@@ -215,24 +264,51 @@ distinct_count_subject!(
         &[(3, 5), (6, 1000), (8, 100_000), (10, 50), (20, 1_500_000)],
         |p| UltraLogLog::with_seed(p, 9).expect("a precision"),
         |s, i| s.observe(i),
-    )
+    ),
+    {
+        // One stream (with its martingale), a merge of two, the empty sketch, a sparse one.
+        let ull = fed(UltraLogLog::new(10), 0..100_000_u64);
+        let mut merged = fed(UltraLogLog::with_seed(8, 42), 0..60_000_u64);
+        merged.merge(&fed(UltraLogLog::with_seed(8, 42), 40_000..100_000_u64)).expect("the same configuration");
+        let sparse = fed(UltraLogLog::with_seed(12, 0), users(150));
+        assert!(!ull.is_sparse() && !merged.is_sparse() && sparse.is_sparse());
+        vec![
+            ("ull_p10.bin", ull),
+            ("ull_p8_seed42_merged.bin", merged),
+            ("ull_p12_empty.bin", UltraLogLog::new(12).expect("a precision")),
+            ("ull_p12_sparse_strings.bin", sparse),
+        ]
+    }
 );
-distinct_count_subject!(ExaLogLog, |_s| (), {
-    let mut out = sketch_examples(
-        "ell",
-        &[(2, 10), (5, 100), (8, 100_000), (18, 1_000_000)],
-        |p| ExaLogLog::with_seed(p, 1).expect("a precision"),
-        |s, i| s.observe(i),
-    );
-    let shapes = [((5, 0, 0), 100), ((6, 1, 9), 5000), ((4, 4, 22), 300), ((2, 1, 3), 2)];
-    out.extend(sketch_examples(
-        "ell",
-        &shapes,
-        |(precision, t, d)| ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision, t, d }, 1).expect("a shape"),
-        |s, i| s.observe(i),
-    ));
-    out
-});
+distinct_count_subject!(
+    ExaLogLog,
+    |_s| (),
+    {
+        let mut out = sketch_examples(
+            "ell",
+            &[(2, 10), (5, 100), (8, 100_000), (18, 1_000_000)],
+            |p| ExaLogLog::with_seed(p, 1).expect("a precision"),
+            |s, i| s.observe(i),
+        );
+        let shapes = [((5, 0, 0), 100), ((6, 1, 9), 5000), ((4, 4, 22), 300), ((2, 1, 3), 2)];
+        out.extend(sketch_examples(
+            "ell",
+            &shapes,
+            |(precision, t, d)| ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision, t, d }, 1).expect("a shape"),
+            |s, i| s.observe(i),
+        ));
+        out
+    },
+    {
+        // The recommended (2, 20), and (1, 9) whose 16-bit registers pack evenly; a sparse one.
+        let ell = fed(ExaLogLog::new(8), 0..100_000_u64);
+        let shape = ExaLogLogShape { precision: 6, t: 1, d: 9 };
+        let ell_19 = fed(ExaLogLog::with_shape_and_seed(shape, 3), users(500));
+        let sparse = fed(ExaLogLog::new(10), 0..300_u64);
+        assert!(!ell.is_sparse() && !ell_19.is_sparse() && sparse.is_sparse());
+        vec![("ell_p8.bin", ell), ("ell_p6_t1_d9_strings.bin", ell_19), ("ell_p10_sparse.bin", sparse)]
+    }
+);
 
 impl Subject for FlajoletMartin {
     fn exercise(&self) {
@@ -250,6 +326,13 @@ impl Subject for FlajoletMartin {
             |log2| FlajoletMartin::with_seed(1 << log2, 3).expect("a power of two"),
             |s, i| s.observe(i),
         )
+    }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        vec![
+            ("fm_256.bin", fed(FlajoletMartin::with_seed(256, DEFAULT_SEED), 0..100_000_u64)),
+            ("fm_16_seed99.bin", fed(FlajoletMartin::with_seed(16, 99), 0..20_u64)),
+        ]
     }
 }
 
@@ -297,6 +380,21 @@ impl Subject for CountMin {
         out.push(("cm saturated".into(), saturated));
         out
     }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        // Both rules over the skewed stream; the same with 8-bit counters (some saturated: key 0
+        // alone is 1000) and 16-bit conservative ones (none saturated).
+        let conservative = || CountMin::builder(64, 3).seed(5).update_rule(Update::Conservative);
+        let cm8 = fed(CountMin::builder(64, 3).counter_width(CounterWidth::Eight).build(), skewed());
+        let cu16 = fed(conservative().counter_width(CounterWidth::Sixteen).build(), skewed());
+        assert!(cm8.saturated_counters() > 0 && cu16.saturated_counters() == 0);
+        vec![
+            ("cm_64x3.bin", fed(CountMin::new(64, 3), skewed())),
+            ("cu_64x3_seed5.bin", fed(conservative().build(), skewed())),
+            ("cm_64x3_8bit.bin", cm8),
+            ("cu_64x3_seed5_16bit.bin", cu16),
+        ]
+    }
 }
 
 /// The items a heavy-hitters summary of `T` is asked about.
@@ -305,6 +403,8 @@ pub trait Probe: Sized {
     fn probe(i: u64) -> Self;
     /// A number standing for the item in the answers.
     fn number(&self) -> f64;
+    /// The fixtures' item for key `k`, for the item types whose summaries are pinned.
+    fn key(k: u64) -> Option<Self>;
 }
 
 impl Probe for u64 {
@@ -314,6 +414,9 @@ impl Probe for u64 {
     fn number(&self) -> f64 {
         *self as f64
     }
+    fn key(_: u64) -> Option<Self> {
+        None
+    }
 }
 
 impl Probe for String {
@@ -322,6 +425,9 @@ impl Probe for String {
     }
     fn number(&self) -> f64 {
         self.get(1..).and_then(|n| n.parse().ok()).unwrap_or(-1.0)
+    }
+    fn key(k: u64) -> Option<Self> {
+        Some(format!("key-{k}"))
     }
 }
 
@@ -361,6 +467,18 @@ impl<T: Probe + synopses::hash::Hashable + synopses::codec::Item + Clone + Eq + 
         };
         sketch_examples("hh", &cases, make, |s, i| s.observe(T::probe(i % 17 + i % 3 * 100)))
     }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        // The skewed stream's keys as strings, capacity 8 (reduced many times), with the
+        // default seed and with one of its own (the capacity's flag bit, then the seed).
+        if T::key(0).is_none() {
+            return Vec::new(); // Only the string summaries are pinned.
+        }
+        let hh = fed(HeavyHitters::new(8), skewed().filter_map(T::key));
+        assert!(hh.error() > 0);
+        let seeded = fed(HeavyHitters::with_seed(8, 7), skewed().filter_map(T::key));
+        vec![("hh_8_strings.bin", hh), ("hh_8_strings_seed7.bin", seeded)]
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -396,6 +514,14 @@ impl Subject for Bloom {
             |bits| Bloom::with_seed(bits, 3, 9).expect("valid parameters"),
             |s, i| s.observe(i),
         )
+    }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        // A 1 % filter for 500 items holding 400, and one whose length is not a multiple of 64.
+        vec![
+            ("bloom_500_1pct.bin", fed(Bloom::with_false_positive_rate(500, 0.01), 0..400_u64)),
+            ("bloom_100x3_seed8.bin", fed(Bloom::with_seed(100, 3, 8), ["a", "b", "c"])),
+        ]
     }
 }
 
@@ -439,6 +565,17 @@ impl Subject for CountingBloom {
             CountingBloom::builder(counters, 3).counter_width(width).seed(9).build().expect("valid parameters")
         };
         sketch_examples("cbf", &cases, make, |s, i| s.observe(i % 7))
+    }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        // A 4-bit filter for 500 items: 400 inserted, 100 of them removed, and one item
+        // inserted 20 times, which saturates its counters; and an 8-bit one of odd length.
+        let mut counting = fed(CountingBloom::with_false_positive_rate(500, 0.01), 0..400_u64);
+        (0..100_u64).for_each(|i| counting.remove(i).expect("a member"));
+        (0..20).for_each(|_| counting.observe("hot"));
+        assert!(counting.saturated_counters() > 0);
+        let wide = CountingBloom::builder(100, 3).counter_width(CounterWidth::Eight).seed(8).build();
+        vec![("cbf_500_1pct.bin", counting), ("cbf_100x3_8bit_seed8.bin", fed(wide, ["a", "b", "c", "a"]))]
     }
 }
 
@@ -508,6 +645,11 @@ fn sampler_examples<S: Mergeable + Clone>(
     out
 }
 
+/// 0..1000 weighted by `1 + i % 7`, for the weighted samplers' fixtures.
+fn weighted_stream() -> impl Iterator<Item = (u64, Weight)> {
+    (0..1000_u64).map(|i| (i, Weight::new(1.0 + (i % 7) as f64).expect("a weight")))
+}
+
 impl Subject for Reservoir<u64> {
     fn exercise(&self) {
         let mut more = self.clone();
@@ -517,6 +659,11 @@ impl Subject for Reservoir<u64> {
 
     fn examples() -> Vec<(String, Self)> {
         sampler_examples("reservoir", |k| Reservoir::new(k, 3).expect("a capacity"), |s, i, _| s.observe(i))
+    }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        // 10 of 0..100 000, uniformly: the fixture pins the seeded draws.
+        vec![("reservoir_10_seed2024.bin", fed(Reservoir::new(10, 2024), 0..100_000_u64))]
     }
 }
 
@@ -533,6 +680,10 @@ impl Subject for WeightedReservoir<u64> {
             |s, i, w| s.observe_weighted(i, w),
         )
     }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        vec![("weighted_5_seed2024.bin", fed(WeightedReservoir::new(5, 2024), weighted_stream()))]
+    }
 }
 
 impl Subject for PrioritySample<u64> {
@@ -548,5 +699,9 @@ impl Subject for PrioritySample<u64> {
             |k| PrioritySample::new(k, 3).expect("a capacity"),
             |s, i, w| s.observe_weighted(i, w),
         )
+    }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        vec![("priority_8_seed2024.bin", fed(PrioritySample::new(8, 2024), weighted_stream()))]
     }
 }
