@@ -733,6 +733,7 @@ impl CountMin {
     #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());
+        // (Lossless: the width is at most 2^30, since the counters take at most 1 GiB.)
         w.put_u32(self.width as u32);
         w.put_u8(self.depth as u8);
         let rule = match self.update {
@@ -879,39 +880,14 @@ impl Iterator for Columns {
 /// that the loops over the rows unroll, and 0, meaning the run-time depth, otherwise.
 macro_rules! with_const_depth {
     ($depth:expr, $d:ident => $body:expr) => {
+        with_const_depth!(@arms $depth, $d, $body; 1 2 3 4 5 6 7 8)
+    };
+    (@arms $depth:expr, $d:ident, $body:expr; $($n:literal)*) => {
         match $depth {
-            1 => {
-                const $d: u32 = 1;
+            $($n => {
+                const $d: u32 = $n;
                 $body
-            }
-            2 => {
-                const $d: u32 = 2;
-                $body
-            }
-            3 => {
-                const $d: u32 = 3;
-                $body
-            }
-            4 => {
-                const $d: u32 = 4;
-                $body
-            }
-            5 => {
-                const $d: u32 = 5;
-                $body
-            }
-            6 => {
-                const $d: u32 = 6;
-                $body
-            }
-            7 => {
-                const $d: u32 = 7;
-                $body
-            }
-            8 => {
-                const $d: u32 = 8;
-                $body
-            }
+            })*
             _ => {
                 const $d: u32 = 0;
                 $body
