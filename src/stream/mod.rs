@@ -90,10 +90,12 @@
 #![cfg_attr(not(feature = "rayon"), doc = "[`OperatorExt::par_observe`]: crate::core::OperatorExt")]
 #![cfg_attr(not(feature = "rayon"), doc = "[`Partitioned::par_observe`]: Partitioned")]
 
+pub mod checkpoint;
 mod partitioned;
 mod partitioner;
 #[cfg(feature = "timely")]
 pub mod timely;
 
+pub use checkpoint::{CheckpointError, Checkpoints, Restored, Snapshot};
 pub use partitioned::Partitioned;
 pub use partitioner::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner, ROUTING_SEED, ShuffleGrouping};
