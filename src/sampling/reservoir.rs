@@ -145,7 +145,10 @@ impl<T> Reservoir<T> {
     /// let mut items: Vec<&&str> = r.iter().collect();
     /// items.sort();
     /// assert_eq!(items, [&"a", &"b"]);
-    /// assert!(r.iter().eq(Reservoir::<&str>::from_bytes(&r.to_bytes())?.iter()));
+    ///
+    /// let mut r = Reservoir::new(3, 0)?;
+    /// r.observe_all(0..1000_u64);
+    /// assert!(r.iter().eq(Reservoir::<u64>::from_bytes(&r.to_bytes())?.iter()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn iter(&self) -> impl Iterator<Item = &T> {
