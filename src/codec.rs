@@ -6,20 +6,25 @@
 //! ```text
 //!  offset  size  field
 //!  0       2     magic "SY"
-//!  2       1     format version (currently 1)
+//!  2       1     format version (1; a family whose body changed writes a later one)
 //!  3       1     family code (each type's `Codec::FAMILY`: 1 = FlajoletMartin, 2 = HyperLogLog, ...)
 //!  4       n     the family's body: parameters, seed, payload; little-endian throughout
 //!  4 + n   8     xxh3-64 checksum of bytes 0 .. 4 + n (seed 0), little-endian
 //! ```
 //!
 //! The bodies are described in each type's `to_bytes` documentation. Decoding checks, in this
-//! order, the length, the magic, the version, the family and the checksum, then parses the
-//! body, validates every field against the type's invariants, and rejects trailing bytes. A
+//! order, the length, the magic, the family, the version and the checksum, then parses the
+//! body, validates every field against the type's invariants, and rejects trailing bytes. The
+//! family comes before the version because what a version means depends on the family. A
 //! length read from the input is compared with the bytes actually present before anything is
 //! allocated, so hostile input can only make the decoder allocate in proportion to its length.
 //!
-//! Version 1 is pinned by the fixtures in `tests/fixtures/v1/`: a later version of the crate
-//! must still read them.
+//! # Versions
+//!
+//! The version is per family: each type writes its [`Codec::VERSION`] and reads every version
+//! from [`FORMAT_VERSION`] up to it, so a change to one body leaves the other families' bytes
+//! alone. Each version is pinned by the fixtures in `tests/fixtures/v<version>/`: a later
+//! version of the crate must still read them.
 //!
 //! # serde
 //!
@@ -56,12 +61,22 @@ use crate::hash::hash_bytes;
 /// ```
 pub const MAGIC: [u8; 2] = *b"SY";
 
-/// The format version this build writes (and the newest it reads).
+/// The envelope's base version: the oldest version any family reads, and the one every family
+/// writes unless its body changed. Families whose body changed write a later one (their
+/// [`Codec::VERSION`]):
+///
+/// | family | writes | what changed |
+/// |---|---|---|
+/// | 7 `Reservoir`, 8 `WeightedReservoir`, 9 `PrioritySample` | 2 | the state of the random generator, its draw count and the pending skip or jump are stored, so a decoded sampler continues exactly as the encoded one would have |
 ///
 /// ```
 /// use synopses::cardinality::FlajoletMartin;
+/// use synopses::codec::{Codec, FORMAT_VERSION};
+/// use synopses::sampling::Reservoir;
 ///
-/// assert_eq!(FlajoletMartin::new(16)?.to_bytes()[2], synopses::codec::FORMAT_VERSION);
+/// assert_eq!(FlajoletMartin::new(16)?.to_bytes()[2], FORMAT_VERSION);
+/// assert_eq!(Reservoir::<u64>::new(16, 1)?.to_bytes()[2], Reservoir::<u64>::VERSION);
+/// assert_eq!(Reservoir::<u64>::VERSION, 2);
 /// # Ok::<(), synopses::ConfigError>(())
 /// ```
 pub const FORMAT_VERSION: u8 = 1;
@@ -78,6 +93,10 @@ pub(crate) const ENVELOPE_LEN: usize = HEADER_LEN + CHECKSUM_LEN;
 /// `from_bytes` and `encoded_len`, so generic code (such as [`stream`](crate::stream)'s
 /// engines) can ship any synopsis between processes, and serde (with the `serde` feature)
 /// goes through the same validating decoder.
+///
+/// Each type also has its [`VERSION`](Self::VERSION), the format version it writes: the base
+/// [`FORMAT_VERSION`] for most, a later one for a family whose body changed (the table at
+/// [`FORMAT_VERSION`]). A type reads every version from the base up to its own.
 ///
 /// The family codes are fixed forever, one per type, never reused:
 ///
@@ -116,6 +135,20 @@ pub trait Codec: Sized {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     const FAMILY: u8;
+
+    /// The format version this type writes, the third byte of its encodings; it reads every
+    /// version from [`FORMAT_VERSION`] up to this one.
+    ///
+    /// ```
+    /// use synopses::codec::{Codec, FORMAT_VERSION};
+    /// use synopses::membership::Bloom;
+    /// use synopses::sampling::PrioritySample;
+    ///
+    /// assert_eq!(Bloom::VERSION, FORMAT_VERSION);
+    /// assert_eq!(PrioritySample::<u64>::new(8, 1)?.to_bytes()[2], PrioritySample::<u64>::VERSION);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    const VERSION: u8 = FORMAT_VERSION;
 
     /// The length of [`to_bytes`](Self::to_bytes)'s output, computed without encoding.
     ///
@@ -158,13 +191,18 @@ pub trait Codec: Sized {
     fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError>;
 }
 
-/// Implements [`Codec`] (family code and forwarding to the type's own `to_bytes`, `from_bytes`
-/// and `encoded_len`) and, with the `serde` feature, serde's traits through the same bytes.
-/// Generic parameters go in brackets: `codec_impl!([T: Item] Reservoir<T>, 7);`.
+/// Implements [`Codec`] (family code, version, and forwarding to the type's own `to_bytes`,
+/// `from_bytes` and `encoded_len`) and, with the `serde` feature, serde's traits through the
+/// same bytes. Generic parameters go in brackets, and a version other than the base one
+/// follows the family: `codec_impl!([T: Item] Reservoir<T>, 7, version 2);`.
 macro_rules! codec_impl {
     ([$($generics:tt)*] $ty:ty, $family:expr) => {
+        $crate::codec::codec_impl!([$($generics)*] $ty, $family, version $crate::codec::FORMAT_VERSION);
+    };
+    ([$($generics:tt)*] $ty:ty, $family:expr, version $version:expr) => {
         impl<$($generics)*> $crate::codec::Codec for $ty {
             const FAMILY: u8 = $family;
+            const VERSION: u8 = $version;
 
             fn encoded_len(&self) -> usize {
                 <$ty>::encoded_len(self)
@@ -360,12 +398,18 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// Starts an encoding of family `family` that will be `encoded_len` bytes long in all
-    /// (envelope included): the type's `encoded_len`, checked in debug builds by `finish`.
+    /// Starts an encoding of family `family`, in the base [`FORMAT_VERSION`], that will be
+    /// `encoded_len` bytes long in all (envelope included): the type's `encoded_len`, checked
+    /// in debug builds by `finish`.
     pub(crate) fn new(family: u8, encoded_len: usize) -> Self {
+        Self::versioned(family, FORMAT_VERSION, encoded_len)
+    }
+
+    /// As [`new`](Self::new), in format version `version` (the type's [`Codec::VERSION`]).
+    pub(crate) fn versioned(family: u8, version: u8, encoded_len: usize) -> Self {
         let mut buf = Vec::with_capacity(encoded_len);
         buf.extend_from_slice(&MAGIC);
-        buf.push(FORMAT_VERSION);
+        buf.push(version);
         buf.push(family);
         Self { buf, encoded_len }
     }
@@ -410,25 +454,34 @@ impl Writer {
     }
 }
 
-/// Reads a body after [`Reader::open`] has checked the envelope; every read is bounds-checked.
+/// Reads a body after [`Reader::open`] (or [`Reader::open_versions`]) has checked the envelope;
+/// every read is bounds-checked.
 pub(crate) struct Reader<'a> {
     rest: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
-    /// Checks length, magic, version, family and checksum, and returns a reader over the body.
+    /// Checks length, magic, family, version (the base [`FORMAT_VERSION`]) and checksum, and
+    /// returns a reader over the body.
     pub(crate) fn open(bytes: &'a [u8], family: u8) -> Result<Self, DecodeError> {
+        Self::open_versions(bytes, family, FORMAT_VERSION).map(|(reader, _)| reader)
+    }
+
+    /// As [`open`](Self::open), for a family that reads every version from the base one up to
+    /// `newest`: returns the reader and the version, which says how to read the body.
+    pub(crate) fn open_versions(bytes: &'a [u8], family: u8, newest: u8) -> Result<(Self, u8), DecodeError> {
         if bytes.len() < HEADER_LEN + CHECKSUM_LEN {
             return Err(DecodeError::Truncated { needed: HEADER_LEN + CHECKSUM_LEN, available: bytes.len() });
         }
         if bytes[..2] != MAGIC {
             return Err(DecodeError::BadMagic);
         }
-        if bytes[2] != FORMAT_VERSION {
-            return Err(DecodeError::UnsupportedVersion(bytes[2]));
-        }
         if bytes[3] != family {
             return Err(DecodeError::WrongFamily { expected: family, found: bytes[3] });
+        }
+        let version = bytes[2];
+        if !(FORMAT_VERSION..=newest).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion(version));
         }
         let (content, sum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
         let mut stored = [0u8; CHECKSUM_LEN];
@@ -436,7 +489,7 @@ impl<'a> Reader<'a> {
         if hash_bytes(content, CHECKSUM_SEED) != u64::from_le_bytes(stored) {
             return Err(DecodeError::ChecksumMismatch);
         }
-        Ok(Self { rest: &content[HEADER_LEN..] })
+        Ok((Self { rest: &content[HEADER_LEN..] }, version))
     }
 
     /// Takes the next `n` bytes, or reports how many were missing.
@@ -449,7 +502,8 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+    /// The next `N` bytes as an array.
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N)?);
         Ok(out)

@@ -103,8 +103,12 @@
 //!
 //! `to_bytes` / `from_bytes` use one versioned, checksummed binary format ([`codec`]), and
 //! `encoded_len` tells its size without encoding; [`codec::Codec`] is the same for generic code.
-//! Decoding validates every field and never panics or over-allocates on hostile input. With
-//! the `serde` feature, the same bytes back `Serialize` and `Deserialize`.
+//! Decoding validates every field and never panics or over-allocates on hostile input. A
+//! decoded synopsis continues exactly as the encoded one would have, samplers included
+//! (their encodings hold their random generators), so restoring a checkpoint and continuing
+//! gives the uninterrupted run's answers. The format version is per family, and every
+//! version a type ever wrote stays readable. With the `serde` feature, the same bytes back
+//! `Serialize` and `Deserialize`.
 //!
 //! # Cargo features
 //!

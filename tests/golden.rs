@@ -4,13 +4,16 @@
 //! * Hashes: `Hashable::hash64` of a table of items (primitives, then composites: tuples,
 //!   options, sequences, a struct through `hashable!`) under seed 0 and [`DEFAULT_SEED`], as
 //!   literals, with a few values cross-checked against xxh3 of their documented encoding.
-//! * Encodings: the files in `tests/fixtures/v1/`, each rebuilt here from a deterministic
-//!   recipe and compared byte for byte, then decoded and compared with the rebuilt sketch.
+//! * Encodings: the files in `tests/fixtures/v<version>/` (the version each type writes, its
+//!   `Codec::VERSION`), each rebuilt here from a deterministic recipe and compared byte for
+//!   byte, then decoded and compared with the rebuilt sketch; and the read-only files an older
+//!   version of a type wrote, decoded and compared with the rebuilt sketch.
 //! * Estimates: the exact `f64` bit patterns of the estimates of a few seeded sketches, and of
 //!   every answer of every fixture (as a digest).
 //!
 //! To regenerate the fixtures after an *intended* format change (which also needs a new format
-//! version, since version 1 must stay readable):
+//! version for the type, since the files of the older one stay, read-only, and must stay
+//! readable):
 //!
 //! ```text
 //! SYNOPSES_BLESS=1 cargo test --test golden
@@ -199,6 +202,7 @@ fn hashes_agree_with_reference_xxh3() {
 trait Pinned {
     fn to_bytes(&self) -> Vec<u8>;
     fn family(&self) -> u8;
+    fn version(&self) -> u8;
     fn encoded_len(&self) -> usize;
     fn answers(&self) -> Vec<f64>;
     /// Decodes `bytes` as the same type: whether the result equals `self`, its answers, and its
@@ -213,6 +217,10 @@ impl<S: Subject> Pinned for S {
 
     fn family(&self) -> u8 {
         S::FAMILY
+    }
+
+    fn version(&self) -> u8 {
+        S::VERSION
     }
 
     fn encoded_len(&self) -> usize {
@@ -231,6 +239,9 @@ impl<S: Subject> Pinned for S {
 
 /// A fixture's file name and its recipe's state.
 type Fixture = (&'static str, Box<dyn Pinned>);
+
+/// A read-only fixture's format version, file name and recipe's state.
+type ReadOnlyFixture = (u8, &'static str, Box<dyn Pinned>);
 
 /// A digest of every answer, bit for bit: what a fixture answers, pinned in one number.
 fn digest(answers: &[f64]) -> u64 {
@@ -252,8 +263,22 @@ fn fixtures() -> Result<Vec<Fixture>, Box<dyn Error>> {
     Ok(common::for_each_subject!(all_fixtures))
 }
 
-fn fixture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures").join("v1")
+/// The files an older format version of a type wrote, from each subject's
+/// `read_only_fixtures`: never rewritten, since no build writes that version any more.
+fn read_only_fixtures() -> Vec<ReadOnlyFixture> {
+    macro_rules! all_read_only {
+        ($($name:ident: $ty:ty),* $(,)?) => {{
+            let mut out: Vec<ReadOnlyFixture> = Vec::new();
+            $(out.extend(<$ty>::read_only_fixtures().into_iter().map(|(v, file, s)| (v, file, Box::new(s) as Box<dyn Pinned>)));)*
+            out
+        }};
+    }
+    common::for_each_subject!(all_read_only)
+}
+
+/// Where the fixtures of format version `version` are.
+fn fixture_dir(version: u8) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("fixtures").join(format!("v{version}"))
 }
 
 fn blessing() -> bool {
@@ -273,18 +298,18 @@ fn bless_once() {
         if !blessing() {
             return;
         }
-        let dir = fixture_dir();
-        fs::create_dir_all(&dir).expect("create the fixture directory");
         for (name, sketch) in fixtures().expect("build the fixtures") {
+            let dir = fixture_dir(sketch.version());
+            fs::create_dir_all(&dir).expect("create the fixture directory");
             fs::write(dir.join(name), sketch.to_bytes()).expect("write a fixture");
         }
     });
 }
 
-/// The committed bytes of fixture `name`.
-fn stored_fixture(name: &str) -> Result<Vec<u8>, Box<dyn Error>> {
+/// The committed bytes of fixture `name` of format version `version`.
+fn stored_fixture(version: u8, name: &str) -> Result<Vec<u8>, Box<dyn Error>> {
     bless_once();
-    let path = fixture_dir().join(name);
+    let path = fixture_dir(version).join(name);
     fs::read(&path).map_err(|e| {
         format!("{}: {e} (run `SYNOPSES_BLESS=1 cargo test --test golden` to create it)", path.display()).into()
     })
@@ -294,7 +319,7 @@ fn stored_fixture(name: &str) -> Result<Vec<u8>, Box<dyn Error>> {
 fn fixtures_are_reproduced_byte_for_byte() -> TestResult {
     for (name, sketch) in fixtures()? {
         let rebuilt = sketch.to_bytes();
-        let stored = stored_fixture(name)?;
+        let stored = stored_fixture(sketch.version(), name)?;
         assert!(
             stored == rebuilt,
             "{name}: the rebuilt encoding differs from the committed fixture at byte {} \
@@ -310,8 +335,9 @@ fn fixtures_are_reproduced_byte_for_byte() -> TestResult {
 #[test]
 fn fixtures_decode_to_their_recipe() -> TestResult {
     for (name, sketch) in fixtures()? {
-        let stored = stored_fixture(name)?;
-        assert_eq!(&stored[..4], &[b'S', b'Y', 1, sketch.family()], "{name}: magic, version and family");
+        let stored = stored_fixture(sketch.version(), name)?;
+        let header = [b'S', b'Y', sketch.version(), sketch.family()];
+        assert_eq!(&stored[..4], &header, "{name}: magic, version and family");
         assert_eq!(stored.len(), sketch.encoded_len(), "{name}: encoded_len");
         let (equal, answers, again) = sketch.decode_like(&stored)?;
         assert!(equal, "{name}: the decoded sketch differs from its recipe");
@@ -320,6 +346,26 @@ fn fixtures_decode_to_their_recipe() -> TestResult {
         assert_eq!(again, stored, "{name}: re-encoding the decoded fixture");
         let (content, sum) = stored.split_at(stored.len() - 8);
         assert_eq!(sum, xxh3_64_with_seed(content, 0).to_le_bytes(), "{name}: checksum trailer");
+    }
+    Ok(())
+}
+
+/// The files of an older format version still decode to their recipe, with the same answers
+/// bit for bit (so the digest pinned for the current file pins them too). Re-encoding writes
+/// the current version, so the bytes are not compared.
+#[test]
+fn read_only_fixtures_decode_to_their_recipe() -> TestResult {
+    let all = read_only_fixtures();
+    assert!(!all.is_empty(), "the samplers' version 1 files are read-only fixtures");
+    for (version, name, sketch) in all {
+        assert!(version < sketch.version(), "{name}: a read-only fixture is of an older version");
+        let stored = stored_fixture(version, name)?;
+        assert_eq!(&stored[..4], &[b'S', b'Y', version, sketch.family()], "v{version}/{name}: header");
+        let (equal, answers, again) = sketch.decode_like(&stored)?;
+        assert!(equal, "v{version}/{name}: the decoded sketch differs from its recipe");
+        let bits = |a: &[f64]| a.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&answers), bits(&sketch.answers()), "v{version}/{name}: answers");
+        assert_eq!(again[..4], [b'S', b'Y', sketch.version(), sketch.family()], "v{version}/{name}: re-encoded");
     }
     Ok(())
 }

@@ -203,8 +203,9 @@ fn is_invalid_field(r: &Result<impl std::fmt::Debug, DecodeError>, name: &str) -
 // ---------------------------------------------------------------------------------------------
 
 /// Decodes `bytes` as an `S`. An error must say something; a state must be canonical
-/// (re-encodes to the same bytes, which decode to an equal state), answer finitely, be its own
-/// merge with the empty instance, and survive use.
+/// (re-encodes to the same bytes, or in the current version from an older one, which decode
+/// to an equal state), answer finitely, be its own merge with the empty instance, and survive
+/// use.
 fn check_decoded<S: Subject>(bytes: &[u8]) -> Result<(), TestCaseError> {
     let s = match S::from_bytes(bytes) {
         Err(e) => {
@@ -214,8 +215,13 @@ fn check_decoded<S: Subject>(bytes: &[u8]) -> Result<(), TestCaseError> {
         Ok(s) => s,
     };
     let again = s.to_bytes();
-    prop_assert!(again == bytes, "an accepted encoding is not canonical: {:?}", s);
-    prop_assert_eq!(s.encoded_len(), bytes.len());
+    if bytes[2] == S::VERSION {
+        prop_assert!(again == bytes, "an accepted encoding is not canonical: {:?}", s);
+    } else {
+        // An older version is read, never written: the state re-encodes in the current one.
+        prop_assert_eq!(again[2], S::VERSION);
+    }
+    prop_assert_eq!(s.encoded_len(), again.len());
     let back = S::from_bytes(&again);
     prop_assert_eq!(back.as_ref(), Ok(&s));
     for (i, a) in s.answers().iter().enumerate() {
@@ -278,17 +284,18 @@ impl Mutation {
     }
 }
 
-/// The error that the documented check order (length, magic, version, family, checksum) gives
-/// for a changed encoding read by the decoder of `decoder_family`.
-fn expected_envelope_error(bytes: &[u8], decoder_family: u8) -> DecodeError {
+/// The error that the documented check order (length, magic, family, version, checksum) gives
+/// for a changed encoding read by the decoder of `decoder_family`, which reads the versions
+/// from 1 to `newest`.
+fn expected_envelope_error(bytes: &[u8], decoder_family: u8, newest: u8) -> DecodeError {
     if bytes.len() < ENVELOPE_LEN {
         DecodeError::Truncated { needed: ENVELOPE_LEN, available: bytes.len() }
     } else if bytes[..2] != *b"SY" {
         DecodeError::BadMagic
-    } else if bytes[2] != 1 {
-        DecodeError::UnsupportedVersion(bytes[2])
     } else if bytes[3] != decoder_family {
         DecodeError::WrongFamily { expected: decoder_family, found: bytes[3] }
+    } else if !(1..=newest).contains(&bytes[2]) {
+        DecodeError::UnsupportedVersion(bytes[2])
     } else {
         DecodeError::ChecksumMismatch
     }
@@ -299,8 +306,8 @@ fn mutation_is_rejected<S: Subject>(original: &[u8], mutation: &Mutation) -> Res
     let Some(mutated) = mutation.apply(original).filter(|m| m != original) else {
         return Ok(()); // Overwrote a byte with itself, or truncated to the full length.
     };
-    for &(family, decode) in DECODERS {
-        prop_assert_eq!(decode(&mutated), Err(expected_envelope_error(&mutated, family)), "{:?}", mutation);
+    for &(family, newest, decode) in DECODERS {
+        prop_assert_eq!(decode(&mutated), Err(expected_envelope_error(&mutated, family, newest)), "{:?}", mutation);
     }
     let own = S::from_bytes(&mutated).map(drop);
     match mutation {
@@ -353,16 +360,17 @@ macro_rules! decoder_suite {
                 }
 
                 #[test]
-                fn arbitrary_bytes_after_a_valid_header_never_panic(rest in proptest::collection::vec(any::<u8>(), 0..1500)) {
-                    let mut bytes = b"SY\x01".to_vec();
-                    bytes.push(<$ty>::FAMILY);
+                fn arbitrary_bytes_after_a_valid_header_never_panic(version in 1..=<$ty>::VERSION, rest in proptest::collection::vec(any::<u8>(), 0..1500)) {
+                    let mut bytes = b"SY".to_vec();
+                    bytes.extend_from_slice(&[version, <$ty>::FAMILY]);
                     bytes.extend_from_slice(&rest);
                     check_decoded::<$ty>(&bytes)?;
                 }
 
+                /// In every version the type reads.
                 #[test]
-                fn arbitrary_bodies_with_a_valid_checksum_never_panic(body in proptest::collection::vec(any::<u8>(), 0..1500)) {
-                    check_decoded::<$ty>(&envelope(<$ty>::FAMILY, &body))?;
+                fn arbitrary_bodies_with_a_valid_checksum_never_panic(version in 1..=<$ty>::VERSION, body in proptest::collection::vec(any::<u8>(), 0..1500)) {
+                    check_decoded::<$ty>(&envelope_with(*b"SY", version, <$ty>::FAMILY, &body))?;
                 }
 
                 #[test]
@@ -376,8 +384,9 @@ macro_rules! decoder_suite {
                 #[test]
                 fn changed_bodies_under_a_valid_checksum_are_validated(which in any::<Index>(), mutation in mutation_strategy()) {
                     let small = small();
-                    if let Some(changed) = mutation.apply(body(small[which.index(small.len())])) {
-                        check_decoded::<$ty>(&envelope(<$ty>::FAMILY, &changed))?;
+                    let original = small[which.index(small.len())];
+                    if let Some(changed) = mutation.apply(body(original)) {
+                        check_decoded::<$ty>(&envelope_with(*b"SY", original[2], <$ty>::FAMILY, &changed))?;
                     }
                 }
             }
@@ -389,7 +398,8 @@ macro_rules! decoder_suite {
                     assert_eq!(&s.to_bytes(), bytes, "{label}");
                     assert_eq!(s.encoded_len(), bytes.len(), "{label}");
                     check_decoded::<$ty>(bytes).map_err(|e| format!("{label}: {e}"))?;
-                    for &(family, decode) in DECODERS.iter().filter(|(f, _)| *f != <$ty>::FAMILY) {
+                    assert_eq!(bytes[2], <$ty>::VERSION, "{label}: the version the type writes");
+                    for &(family, _, decode) in DECODERS.iter().filter(|(f, _, _)| *f != <$ty>::FAMILY) {
                         let expected = DecodeError::WrongFamily { expected: family, found: <$ty>::FAMILY };
                         assert_eq!(decode(bytes), Err(expected), "{label}");
                     }
@@ -402,7 +412,7 @@ macro_rules! decoder_suite {
                 for bytes in small().into_iter().take(6) {
                     for len in 0..bytes.len() {
                         let cut = &bytes[..len];
-                        let expected = expected_envelope_error(cut, <$ty>::FAMILY);
+                        let expected = expected_envelope_error(cut, <$ty>::FAMILY, <$ty>::VERSION);
                         assert_eq!(<$ty>::from_bytes(cut).map(drop), Err(expected), "truncated to {len}");
                     }
                 }
@@ -416,7 +426,7 @@ macro_rules! decoder_suite {
                     let body = body(bytes);
                     let cuts = (0..=32).map(|i| body.len() * i / 32).chain(0..body.len().min(40));
                     for cut in cuts {
-                        let resealed = envelope(<$ty>::FAMILY, &body[..cut]);
+                        let resealed = envelope_with(*b"SY", bytes[2], <$ty>::FAMILY, &body[..cut]);
                         let (r, largest, _) = measured(|| <$ty>::from_bytes(&resealed).map(drop));
                         if r.is_err() {
                             // In proportion, not equal: what a decoder builds from the bytes it
@@ -470,7 +480,7 @@ macro_rules! decoder_suite {
                     /// JSON of any byte array decodes exactly when `from_bytes` does.
                     #[test]
                     fn json_agrees_with_from_bytes(body in proptest::collection::vec(any::<u8>(), 0..300), wrap in any::<bool>()) {
-                        let bytes = if wrap { envelope(<$ty>::FAMILY, &body) } else { body };
+                        let bytes = if wrap { envelope_with(*b"SY", <$ty>::VERSION, <$ty>::FAMILY, &body) } else { body };
                         let json = serde_json::to_string(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
                         prop_assert_eq!(serde_json::from_str::<$ty>(&json).ok(), <$ty>::from_bytes(&bytes).ok());
                     }
@@ -485,8 +495,9 @@ macro_rules! decoder_suites {
     ($($name:ident: $ty:ty),* $(,)?) => {
         $(decoder_suite!($name, $ty);)*
 
-        /// Every type's decoder, with its family code: what any encoding must meet.
-        const DECODERS: &[(u8, Decoder)] = &[$((<$ty>::FAMILY, |b| <$ty>::from_bytes(b).map(drop))),*];
+        /// Every type's decoder, with its family code and the newest version it reads: what
+        /// any encoding must meet.
+        const DECODERS: &[(u8, u8, Decoder)] = &[$((<$ty>::FAMILY, <$ty>::VERSION, |b| <$ty>::from_bytes(b).map(drop))),*];
 
         /// Every type's family code and name (without its item type).
         fn families() -> Vec<(u8, &'static str)> {
@@ -922,7 +933,7 @@ fn the_header_is_checked_with_a_valid_checksum() {
                 FlajoletMartin::from_bytes(&bytes).map(|_| ())
             };
             // The checksum is valid, so a header that passes its checks decodes.
-            let expected = match expected_envelope_error(&bytes, decoder) {
+            let expected = match expected_envelope_error(&bytes, decoder, 1) {
                 DecodeError::ChecksumMismatch => Ok(()),
                 e => Err(e),
             };
@@ -1572,6 +1583,31 @@ fn weighted_body(capacity: u32, total: f64, seen: u64, entries: &[(f64, u64, f64
     body
 }
 
+/// The version-2 body of a sampler from its version-1 body `v1` (as [`res_body`] or
+/// [`weighted_body`] write it, with `head` bytes before the seed): the generator's `state`
+/// and `draws` after `seen`, and the pending skip or jump, if the sampler has one, last.
+fn v2_body(v1: &[u8], head: usize, state: [u8; 32], draws: u64, pending: Option<[u8; 8]>) -> Vec<u8> {
+    let at = head + 24;
+    let mut body = v1[..at].to_vec();
+    body.extend_from_slice(&state);
+    body.extend_from_slice(&draws.to_le_bytes());
+    body.extend_from_slice(&v1[at..]);
+    body.extend_from_slice(pending.as_ref().map_or(&[][..], |p| &p[..]));
+    body
+}
+
+/// The generator's state in a real version-2 encoding with `head` bytes before the seed.
+fn generator_of(bytes: &[u8], head: usize) -> ([u8; 32], u64) {
+    let at = 4 + head + 24;
+    let state = bytes[at..at + 32].try_into().expect("32 bytes");
+    (state, u64::from_le_bytes(bytes[at + 32..at + 40].try_into().expect("8 bytes")))
+}
+
+/// The last 8 bytes of a body: a reservoir's skip or a weighted reservoir's jump.
+fn pending_of(bytes: &[u8]) -> [u8; 8] {
+    body(bytes)[body(bytes).len() - 8..].try_into().expect("8 bytes")
+}
+
 fn key_strategy() -> impl Strategy<Value = f64> {
     prop_oneof![0.0..1.0_f64, any::<f64>(), Just(0.0), Just(1.0), Just(f64::NAN), Just(-0.5)]
 }
@@ -1587,6 +1623,111 @@ proptest! {
         check_decoded::<WeightedReservoir<u64>>(&envelope(WRES, &weighted_body(capacity, total, seen, &entries)))?;
         check_decoded::<PrioritySample<u64>>(&envelope(PRIO, &weighted_body(capacity, total, seen, &entries)))?;
     }
+
+    /// Version 2: the same bodies with a generator (all zeros, or a real state) and a pending
+    /// skip or jump of every kind.
+    #[test]
+    fn structured_v2_sampler_bodies_never_panic(
+        capacity in 0_u32..6, seen in 0_u64..10, total in prop_oneof![0.0..100.0_f64, any::<f64>()],
+        entries in proptest::collection::vec((key_strategy(), 0_u64..5, prop_oneof![0.1..10.0_f64, any::<f64>()]), 0..8),
+        zero_state in any::<bool>(), draws in prop_oneof![0_u64..12, any::<u64>()],
+        skip in prop_oneof![0_u64..100, any::<u64>()], jump in prop_oneof![0.0..100.0_f64, any::<f64>()],
+    ) {
+        let state = if zero_state { [0; 32] } else { std::array::from_fn(|i| i as u8) };
+        let plain: Vec<(f64, u64)> = entries.iter().map(|&(k, x, _)| (k, x)).collect();
+        let res = v2_body(&res_body(capacity, seen, &plain), 4, state, draws, Some(skip.to_le_bytes()));
+        check_decoded::<Reservoir<u64>>(&envelope_with(*b"SY", 2, RES, &res))?;
+        let weighted = weighted_body(capacity, total, seen, &entries);
+        let wres = v2_body(&weighted, 12, state, draws, Some(jump.to_le_bytes()));
+        check_decoded::<WeightedReservoir<u64>>(&envelope_with(*b"SY", 2, WRES, &wres))?;
+        let prio = v2_body(&weighted, 12, state, draws, None);
+        check_decoded::<PrioritySample<u64>>(&envelope_with(*b"SY", 2, PRIO, &prio))?;
+    }
+}
+
+#[test]
+fn sampler_crafted_invalid_v2_fields_are_rejected() -> TestResult {
+    let zeros = [0u8; 32];
+    // The reservoir: full (a skip up to what the generator draws at its threshold) and filling
+    // (a skip of 0).
+    let mut full = Reservoir::new(2, 1)?;
+    full.observe_all(0..1000_u64);
+    let mut filling = Reservoir::new(3, 1)?;
+    filling.observe_all([5_u64, 6]);
+    for (what, r) in [("full", &full), ("filling", &filling)] {
+        let bytes = r.to_bytes();
+        let (state, draws) = generator_of(&bytes, 4);
+        let reseal = |state: [u8; 32], skip: u64| {
+            let mut body = body(&bytes).to_vec();
+            body[28..60].copy_from_slice(&state);
+            let end = body.len() - 8;
+            body[end..].copy_from_slice(&skip.to_le_bytes());
+            Reservoir::<u64>::from_bytes(&envelope_with(*b"SY", 2, RES, &body))
+        };
+        let skip = u64::from_le_bytes(pending_of(&bytes));
+        assert_eq!(reseal(state, skip)?.to_bytes(), bytes, "{what}: the control");
+        assert!(draws > 0, "{what}");
+        assert!(is_invalid_field(&reseal(zeros, skip), "generator"), "{what}");
+        assert!(is_invalid_field(&reseal(state, u64::MAX), "skip"), "{what}");
+    }
+    let bytes = filling.to_bytes();
+    let skip_while_filling = [&body(&bytes)[..body(&bytes).len() - 8], &1_u64.to_le_bytes()].concat();
+    let r = Reservoir::<u64>::from_bytes(&envelope_with(*b"SY", 2, RES, &skip_while_filling));
+    assert!(is_invalid_field(&r, "skip"), "{r:?}");
+
+    // The weighted reservoir: a jump in [0, E_max / W], exactly +0 while filling.
+    let mut full = WeightedReservoir::new(2, 1)?;
+    let mut filling = WeightedReservoir::new(3, 1)?;
+    for i in 0..1000_u64 {
+        full.observe_weighted(i, Weight::new(1.0 + (i % 3) as f64)?);
+    }
+    filling.observe_weighted(5_u64, Weight::ONE);
+    for (what, w, bad) in [
+        ("full", &full, vec![-1.0, -0.0, f64::NAN, f64::INFINITY, 1e6]),
+        ("filling", &filling, vec![-0.0, 1e-300, 1.0, f64::NAN]),
+    ] {
+        let bytes = w.to_bytes();
+        let reseal = |state: [u8; 32], jump: [u8; 8]| {
+            let mut body = body(&bytes).to_vec();
+            body[36..68].copy_from_slice(&state);
+            let end = body.len() - 8;
+            body[end..].copy_from_slice(&jump);
+            WeightedReservoir::<u64>::from_bytes(&envelope_with(*b"SY", 2, WRES, &body))
+        };
+        let (state, _) = generator_of(&bytes, 12);
+        assert_eq!(reseal(state, pending_of(&bytes))?.to_bytes(), bytes, "{what}: the control");
+        assert!(is_invalid_field(&reseal(zeros, pending_of(&bytes)), "generator"), "{what}");
+        for jump in bad {
+            let r = reseal(state, jump.to_le_bytes());
+            assert!(is_invalid_field(&r, "jump"), "{what}, jump {jump}: {r:?}");
+        }
+    }
+
+    // The priority sample: no pending draw, at most one draw per item seen.
+    let mut p = PrioritySample::new(2, 1)?;
+    (0..10_u64).for_each(|i| p.observe_weighted(i, Weight::ONE));
+    let bytes = p.to_bytes();
+    let (state, draws) = generator_of(&bytes, 12);
+    assert_eq!(draws, 10);
+    let reseal = |state: [u8; 32], draws: u64| {
+        let mut body = body(&bytes).to_vec();
+        body[36..68].copy_from_slice(&state);
+        body[68..76].copy_from_slice(&draws.to_le_bytes());
+        PrioritySample::<u64>::from_bytes(&envelope_with(*b"SY", 2, PRIO, &body))
+    };
+    assert_eq!(reseal(state, 10)?.to_bytes(), bytes);
+    assert!(reseal(state, 3).is_ok());
+    assert!(is_invalid_field(&reseal(state, 11), "generator"));
+    assert!(is_invalid_field(&reseal(zeros, 10), "generator"));
+
+    // Versions: 1 and 2 are read; others are not, and other families refuse the bytes first.
+    for version in [0, 3, 255] {
+        let bytes = envelope_with(*b"SY", version, PRIO, body(&bytes));
+        assert_eq!(PrioritySample::<u64>::from_bytes(&bytes), Err(DecodeError::UnsupportedVersion(version)));
+        let wrong = DecodeError::WrongFamily { expected: HLL, found: PRIO };
+        assert_eq!(HyperLogLog::from_bytes(&bytes), Err(wrong));
+    }
+    Ok(())
 }
 
 #[test]
@@ -1597,11 +1738,12 @@ fn sampler_crafted_invalid_fields_are_rejected() -> TestResult {
     let entries: Vec<(f64, u64)> = {
         let decoded = Reservoir::<u64>::from_bytes(&r.to_bytes())?;
         assert_eq!(decoded, r);
-        // Keys are not public: read them back from the encoding (after the 32-byte head).
+        // Keys are not public: read them back from the encoding (after the 32-byte head and
+        // the 40-byte generator).
         let bytes = r.to_bytes();
         (0..2)
             .map(|i| {
-                let at = 4 + 32 + 16 * i;
+                let at = 4 + 32 + 40 + 16 * i;
                 (
                     f64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()),
                     u64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap()),
@@ -1609,7 +1751,11 @@ fn sampler_crafted_invalid_fields_are_rejected() -> TestResult {
             })
             .collect()
     };
-    assert_eq!(envelope(RES, &res_body(2, 3, &entries)), r.to_bytes());
+    // The version-1 body of the same sample decodes to it; the version-2 one is the encoding.
+    assert_eq!(Reservoir::<u64>::from_bytes(&envelope(RES, &res_body(2, 3, &entries)))?, r);
+    let (state, draws) = generator_of(&r.to_bytes(), 4);
+    let v2 = v2_body(&res_body(2, 3, &entries), 4, state, draws, Some(pending_of(&r.to_bytes())));
+    assert_eq!(envelope_with(*b"SY", 2, RES, &v2), r.to_bytes());
     assert!(Reservoir::<u64>::from_bytes(&envelope(RES, &res_body(2, 1, &[(0.5, 9)]))).is_ok());
     for (what, body, field) in [
         ("capacity 0", res_body(0, 0, &[]), "capacity"),

@@ -682,6 +682,73 @@ proptest! {
     }
 }
 
+/// Restore-and-continue: a sampler put through `before`, encoded, decoded, and put through
+/// `after` and `tail` (bulk observation, which skips items) encodes, and samples, exactly as the
+/// uninterrupted one: the encoding holds the generator and the pending skip or jump.
+fn continues_exactly<S: Reachable<Op = Sample> + Codec>(
+    start: S,
+    before: &[Sample],
+    after: &[Sample],
+    tail: impl Fn(&mut S),
+) -> Result<(), TestCaseError> {
+    let mut uninterrupted = start;
+    before.iter().for_each(|op| uninterrupted.apply(op));
+    let mut resumed = S::from_bytes(&uninterrupted.to_bytes())
+        .map_err(|e| TestCaseError::fail(format!("own encoding rejected: {e}")))?;
+    prop_assert_eq!(resumed.to_bytes(), uninterrupted.to_bytes());
+    for op in after {
+        uninterrupted.apply(op);
+        resumed.apply(op);
+        prop_assert!(resumed.to_bytes() == uninterrupted.to_bytes(), "after {:?}", op);
+    }
+    tail(&mut uninterrupted);
+    tail(&mut resumed);
+    prop_assert!(resumed.to_bytes() == uninterrupted.to_bytes(), "after the tail");
+    prop_assert_eq!(bits(&resumed.answers()), bits(&uninterrupted.answers()));
+    Ok(())
+}
+
+fn ops() -> impl Strategy<Value = Vec<Sample>> {
+    prop::collection::vec(sample_op(), 0..8)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn a_decoded_reservoir_continues_exactly(k in 1_usize..8, seed in any::<u64>(), before in ops(), after in ops(), n in 0_u64..5000) {
+        continues_exactly(Reservoir::new(k, seed).expect("a valid capacity"), &before, &after, |s| s.observe_all(0..n))?;
+    }
+
+    #[test]
+    fn a_decoded_weighted_reservoir_continues_exactly(k in 1_usize..8, seed in any::<u64>(), before in ops(), after in ops(), n in 0_u64..5000) {
+        let tail = |s: &mut WeightedReservoir<u64>| s.observe_all((0..n).map(|i| (i, Weight::new(1.0 + (i % 7) as f64).expect("a weight"))));
+        continues_exactly(WeightedReservoir::new(k, seed).expect("a valid capacity"), &before, &after, tail)?;
+    }
+
+    #[test]
+    fn a_decoded_priority_sample_continues_exactly(k in 1_usize..8, seed in any::<u64>(), before in ops(), after in ops(), n in 0_u64..5000) {
+        let tail = |s: &mut PrioritySample<u64>| s.observe_all((0..n).map(|i| (i, Weight::new(1.0 + (i % 7) as f64).expect("a weight"))));
+        continues_exactly(PrioritySample::new(k, seed).expect("a valid capacity"), &before, &after, tail)?;
+    }
+}
+
+/// Issue 15's checkpoint test: the same sample for the same seed, whether or not the reservoir
+/// was encoded and decoded half way.
+#[test]
+fn a_reservoir_restored_half_way_draws_the_uninterrupted_sample() -> Result<(), Box<dyn std::error::Error>> {
+    let (first_half, second_half) = (0..50_000_u64, 50_000..100_000_u64);
+    let mut a = Reservoir::new(50, 7)?;
+    a.observe_all(first_half);
+    let mut b = Reservoir::<u64>::from_bytes(&a.to_bytes())?;
+    a.observe_all(second_half.clone());
+    b.observe_all(second_half);
+    assert!(a.iter().eq(b.iter()));
+    assert_eq!(a.to_bytes(), b.to_bytes());
+    assert_eq!(a.random_draws(), b.random_draws());
+    Ok(())
+}
+
 /// Regressions the suite found: a merge into a sample that is not full dropped the entries of
 /// key +∞ (weights below `1/f64::MAX`), leaving fewer items than it counted, so its own
 /// encoding was refused; and a priority sample summed its subset in heap order, so that a

@@ -97,6 +97,28 @@
 //! stream, and a merge of two non-empty instances of the same seed and stream is refused.
 //! Results are reproducible for a given seed and partitioning.
 //!
+//! # Checkpoints
+//!
+//! A sampler's encoding (`to_bytes`, format version 2) holds its random generator's exact
+//! state and what it has drawn ahead (the reservoir's skip, the weighted reservoir's jump),
+//! so a sampler decoded mid-stream continues exactly as the encoded one would have: the same
+//! sample, and the same bytes, as an uninterrupted run. Version 1 encodings, which held no
+//! generator, are still read; a sampler decoded from one continues on a fresh stream derived
+//! from its seed, stream and count, with a sample as uniform (or weighted) but not the same.
+//!
+//! ```
+//! use synopses::sampling::Reservoir;
+//!
+//! let mut uninterrupted = Reservoir::new(50, 7)?;
+//! uninterrupted.observe_all(0..50_000_u64);
+//! let checkpoint = uninterrupted.to_bytes();
+//! let mut restored = Reservoir::<u64>::from_bytes(&checkpoint)?;
+//! uninterrupted.observe_all(50_000..100_000_u64);
+//! restored.observe_all(50_000..100_000_u64);
+//! assert!(restored.iter().eq(uninterrupted.iter()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Limits
 //!
 //! Counts of items seen saturate at `u64::MAX`, total weights at `f64::MAX`. Weights may be

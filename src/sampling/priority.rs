@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use super::state::State;
-use crate::codec::{Codec, Item, codec_impl};
+use super::state::{State, VERSION};
+use crate::codec::{Codec, Item, Reader, codec_impl};
 use crate::core::random::{UNIFORM_MAX, UNIFORM_MIN};
 use crate::core::{ConfigError, DecodeError, Estimate, MergeError, Mergeable, Operator, Weight};
 
@@ -336,12 +336,14 @@ impl<T: Item> PrioritySample<T> {
         self.state.weighted_encoded_len()
     }
 
-    /// Encodes the sample in the crate's [binary format](crate::codec), family code 9.
+    /// Encodes the sample in the crate's [binary format](crate::codec), family code 9, format
+    /// version 2.
     ///
-    /// Body: capacity `k` (u32), total weight (f64), seed (u64), stream (u64), seen (u64),
-    /// the number of kept items (u32, at most `k + 1`), then each key `U/w` (f64), item and
-    /// weight (f64), smallest key first. The generator's state is not stored (see
-    /// [`Reservoir::to_bytes`](super::Reservoir::to_bytes)).
+    /// Body: capacity `k` (u32), total weight (f64), seed (u64), stream (u64), seen (u64), the
+    /// random generator (the 32 bytes of xoshiro256++'s state, then its draw count, u64), the
+    /// number of kept items (u32, at most `k + 1`), then each key `U/w` (f64), item and weight
+    /// (f64), smallest key first. With the generator stored (a priority sample has no pending
+    /// draw), a decoded sample continues exactly as this one would.
     ///
     /// ```
     /// use synopses::core::Weight;
@@ -349,16 +351,31 @@ impl<T: Item> PrioritySample<T> {
     ///
     /// let mut p = PrioritySample::new(2, 5)?;
     /// p.observe_weighted(10_u64, Weight::ONE);
-    /// assert_eq!(p.to_bytes().len(), 4 + 40 + 24 + 8);
-    /// # Ok::<(), synopses::ConfigError>(())
+    /// // Envelope 12, capacity to count 40, generator 40, one entry 24.
+    /// assert_eq!(p.to_bytes().len(), 12 + 40 + 40 + 24);
+    ///
+    /// // Encoded mid-stream, decoded, and continued: the uninterrupted run, bit for bit.
+    /// let mut resumed = PrioritySample::<u64>::from_bytes(&p.to_bytes())?;
+    /// for i in 0..1000_u64 {
+    ///     let w = Weight::new(1.0 + (i % 5) as f64)?;
+    ///     p.observe_weighted(i, w);
+    ///     resumed.observe_weighted(i, w);
+    /// }
+    /// assert_eq!(resumed.to_bytes(), p.to_bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.state.encode_weighted(Self::FAMILY, self.capacity(), self.total_weight)
+        self.state.weighted_writer(Self::FAMILY, self.capacity(), self.total_weight, 0).finish()
     }
 
     /// Decodes a sample written by [`to_bytes`](Self::to_bytes), validating every field:
-    /// finite, positive weights, keys `U/w` with `U` in [0, 1], in increasing order.
+    /// finite, positive weights, keys `U/w` with `U` in [0, 1], in increasing order, a
+    /// generator state other than all zeros, and at most one draw per item seen.
+    ///
+    /// Also reads format version 1, which holds no generator: a sample decoded from it
+    /// continues on a random stream derived from its seed, stream and `seen` (see
+    /// [`Reservoir::from_bytes`](super::Reservoir::from_bytes)).
     ///
     /// ```
     /// use synopses::core::Weight;
@@ -370,20 +387,28 @@ impl<T: Item> PrioritySample<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let (mut r, version) = Reader::open_versions(bytes, Self::FAMILY, Self::VERSION)?;
         // The sample keeps k + 1 items: the (k + 1)-th priority is the threshold.
-        let (state, total_weight) = State::decode_weighted(bytes, Self::FAMILY, 1, |key, (_, w): &(T, f64)| {
+        let (state, total_weight) = State::decode_weighted(&mut r, version, 1, |key, (_, w): &(T, f64)| {
             // `U / w` with `U` from `2^−53` to `1 − 2^−53`, rounded as the sampler rounds
             // it: the bounds are the same divisions, and division is monotone. (A weight
             // near `f64::MAX` can give 0, a tiny one +∞: both reachable.)
             Weight::new(*w).is_ok() && key >= UNIFORM_MIN / w && key <= UNIFORM_MAX / w
         })?;
+        r.finish()?;
+        // One draw per item observed on this generator's stream; merged items count as seen
+        // but were drawn by another (an empty sample that merges adopts the other's generator).
+        if state.rng.draws() > state.seen {
+            return Err(DecodeError::InvalidField { field: "generator", reason: "more draws than items seen" });
+        }
         Ok(Self { state, total_weight })
     }
 }
 
 impl<T: PartialEq> PartialEq for PrioritySample<T> {
     /// The same configuration, count, total weight and kept items (with weights and keys);
-    /// the generator's state is not compared.
+    /// the generator's state, which decides only what happens next, is not compared (the
+    /// encodings compare it too).
     fn eq(&self, other: &Self) -> bool {
         self.state.same(&other.state) && self.total_weight.to_bits() == other.total_weight.to_bits()
     }
@@ -441,4 +466,4 @@ impl<T: Clone> Mergeable for PrioritySample<T> {
     }
 }
 
-codec_impl!([T: Item] PrioritySample<T>, 9);
+codec_impl!([T: Item] PrioritySample<T>, 9, version VERSION);

@@ -3,8 +3,9 @@
 
 use std::fmt;
 
-use super::state::{MAX_CAPACITY, State};
+use super::state::{MAX_CAPACITY, State, VERSION};
 use crate::codec::{Codec, ENVELOPE_LEN, Item, Reader, Writer, codec_impl};
+use crate::core::random::largest_geometric;
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator};
 
 /// A uniform random sample of at most `capacity` items from a stream of unknown length:
@@ -132,7 +133,10 @@ impl<T> Reservoir<T> {
         if self.state.seen == 0 { 1.0 } else { self.len() as f64 / self.state.seen as f64 }
     }
 
-    /// The sampled items, in no particular order.
+    /// The sampled items, ordered by their random keys (a uniformly random order): one state
+    /// lists its sample in one order, however it was built, so a reservoir decoded from
+    /// [`to_bytes`](Self::to_bytes) lists it as the encoded one does (but for items of equal
+    /// keys, a coincidence of 52-bit draws). Sorts the `k` keys.
     ///
     /// ```
     /// # use synopses::sampling::Reservoir;
@@ -141,10 +145,15 @@ impl<T> Reservoir<T> {
     /// let mut items: Vec<&&str> = r.iter().collect();
     /// items.sort();
     /// assert_eq!(items, [&"a", &"b"]);
-    /// # Ok::<(), synopses::ConfigError>(())
+    ///
+    /// let mut r = Reservoir::new(3, 0)?;
+    /// r.observe_all(0..1000_u64);
+    /// assert!(r.iter().eq(Reservoir::<u64>::from_bytes(&r.to_bytes())?.iter()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.state.sample.iter().map(|k| &k.item)
+        // The heap's layout depends on the order of arrival, which decoding does not replay.
+        self.state.sample.sorted().into_iter().map(|k| &k.item)
     }
 
     /// The sampled items, ordered by their random keys (itself a uniformly random order).
@@ -354,34 +363,51 @@ impl<T: Item> Reservoir<T> {
     /// ```
     #[must_use]
     pub fn encoded_len(&self) -> usize {
-        ENVELOPE_LEN + 4 + self.state.encoded_len()
+        ENVELOPE_LEN + 4 + self.state.encoded_len() + 8
     }
 
-    /// Encodes the reservoir in the crate's [binary format](crate::codec), family code 7.
+    /// Encodes the reservoir in the crate's [binary format](crate::codec), family code 7,
+    /// format version 2.
     ///
-    /// Body: capacity (u32), seed (u64), stream (u64), seen (u64), the number of sampled items
-    /// (u32), then each item's key (f64) and [`Item`] encoding, smallest key first. The state
-    /// of the random generator is not stored: a decoded reservoir continues with a stream
-    /// derived from its seed, stream and `seen`, which keeps its sample uniform.
+    /// Body: capacity (u32), seed (u64), stream (u64), seen (u64), the random generator (the
+    /// 32 bytes of xoshiro256++'s state, then its draw count, u64), the number of sampled
+    /// items (u32), each item's key (f64) and [`Item`] encoding, smallest key first, and last
+    /// the skip: the items still to pass over before the next one enters (u64; 0 while the
+    /// sample is not full). With the generator and the skip stored, a decoded reservoir
+    /// continues exactly as this one would: the same sample, the same bytes.
     ///
     /// ```
     /// use synopses::sampling::Reservoir;
     ///
     /// let mut r = Reservoir::new(2, 5)?;
     /// r.observe_all([10_u64, 20, 30]);
-    /// assert_eq!(r.to_bytes().len(), 4 + 32 + 2 * 16 + 8);
-    /// # Ok::<(), synopses::ConfigError>(())
+    /// // Envelope 12, capacity to count 32, generator 40, entries 2 × 16, skip 8.
+    /// assert_eq!(r.to_bytes().len(), 12 + 32 + 40 + 2 * 16 + 8);
+    ///
+    /// // Encoded mid-stream, decoded, and continued: the uninterrupted run, bit for bit.
+    /// let mut resumed = Reservoir::<u64>::from_bytes(&r.to_bytes())?;
+    /// r.observe_all(40..10_000_u64);
+    /// resumed.observe_all(40..10_000_u64);
+    /// assert_eq!(resumed.to_bytes(), r.to_bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut w = Writer::new(Self::FAMILY, self.encoded_len());
+        let mut w = Writer::versioned(Self::FAMILY, Self::VERSION, self.encoded_len());
         w.put_u32(self.capacity() as u32);
         self.state.encode(&mut w);
+        w.put_u64(self.skip);
         w.finish()
     }
 
     /// Decodes a reservoir written by [`to_bytes`](Self::to_bytes), validating every field:
-    /// a capacity in range, `min(seen, capacity)` items, keys in (0, 1) in increasing order.
+    /// a capacity in range, `min(seen, capacity)` items, keys in (0, 1) in increasing order,
+    /// a generator state other than all zeros, and a skip the generator could have drawn at
+    /// the sample's threshold (0 while the sample is not full).
+    ///
+    /// Also reads format version 1, which holds no generator: a reservoir decoded from it
+    /// continues on a random stream derived from its seed, stream and `seen`, with a fresh
+    /// skip, which keeps its sample uniform.
     ///
     /// ```
     /// use synopses::sampling::Reservoir;
@@ -392,24 +418,36 @@ impl<T: Item> Reservoir<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut r = Reader::open(bytes, Self::FAMILY)?;
+        let (mut r, version) = Reader::open_versions(bytes, Self::FAMILY, Self::VERSION)?;
         let capacity = r.u32()? as usize;
         if !(1..=MAX_CAPACITY).contains(&capacity) {
             return Err(DecodeError::InvalidField { field: "capacity", reason: "outside 1..=2^24" });
         }
-        let state = State::decode(&mut r, capacity, |key, _| key > 0.0 && key < 1.0)?;
-        r.finish()?;
+        let state = State::decode(&mut r, version, capacity, |key, _| key > 0.0 && key < 1.0)?;
         let mut out = Self { state, skip: 0 };
-        if out.state.sample.is_full() {
+        if version >= 2 {
+            out.skip = r.u64()?;
+            // A skip is drawn once the sample is full, at its threshold W, and only counts
+            // down until the threshold changes (which redraws it).
+            let largest = out.state.sample.threshold().map_or(0, largest_geometric);
+            if out.skip > largest {
+                return Err(DecodeError::InvalidField {
+                    field: "skip",
+                    reason: "beyond what the generator draws at the sample's threshold (0 before it is full)",
+                });
+            }
+        } else if out.state.sample.is_full() {
             out.draw_skip();
         }
+        r.finish()?;
         Ok(out)
     }
 }
 
 impl<T: PartialEq> PartialEq for Reservoir<T> {
     /// The same configuration, count and sample (items and keys); the state of the random
-    /// generator, which decides only what happens next, is not compared.
+    /// generator and the skip, which decide only what happens next, are not compared (the
+    /// encodings of two reservoirs compare them too).
     fn eq(&self, other: &Self) -> bool {
         self.state.same(&other.state)
     }
@@ -471,4 +509,4 @@ impl<T: Clone> Mergeable for Reservoir<T> {
     }
 }
 
-codec_impl!([T: Item] Reservoir<T>, 7);
+codec_impl!([T: Item] Reservoir<T>, 7, version VERSION);

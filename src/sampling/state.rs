@@ -8,6 +8,12 @@ use crate::core::{ConfigError, DecodeError, MergeError};
 /// The largest sample a sampler may keep: 2^24 items.
 pub(crate) const MAX_CAPACITY: usize = 1 << 24;
 
+/// The samplers' format version. Version 2 stores the generator's state and draw count, and
+/// each sampler's pending draw (the reservoir's skip, the weighted reservoir's jump), so that
+/// a decoded sampler continues exactly as the encoded one would have; version 1 stored
+/// neither, and a sampler decoded from it continues on [`resumed_stream`] with a fresh draw.
+pub(crate) const VERSION: u8 = 2;
+
 /// A bottom-k sample with its count of observed items and its random stream `(seed, stream)`.
 #[derive(Clone, Debug)]
 pub(crate) struct State<T> {
@@ -83,11 +89,12 @@ impl<T> State<T> {
     where
         T: Item,
     {
-        28 + self.sample.iter().map(|keyed| 8 + keyed.item.encoded_len()).sum::<usize>()
+        28 + Stream::ENCODED_LEN + self.sample.iter().map(|keyed| 8 + keyed.item.encoded_len()).sum::<usize>()
     }
 
-    /// Writes seed (u64), stream (u64), seen (u64), the sample size (u32), then each key (f64)
-    /// and item, smallest key first.
+    /// Writes seed (u64), stream (u64), seen (u64), the generator (its 32-byte state and its
+    /// draw count, u64), the sample size (u32), then each key (f64) and item, smallest key
+    /// first.
     pub(crate) fn encode(&self, w: &mut Writer)
     where
         T: Item,
@@ -95,6 +102,7 @@ impl<T> State<T> {
         w.put_u64(self.seed);
         w.put_u64(self.stream);
         w.put_u64(self.seen);
+        self.rng.encode(w);
         let sorted = self.sample.sorted();
         w.put_u32(sorted.len() as u32);
         for group in sorted.chunk_by(|a, b| a.key.to_bits() == b.key.to_bits()) {
@@ -121,12 +129,14 @@ impl<T> State<T> {
         }
     }
 
-    /// Reads what [`encode`](Self::encode) wrote, for a sample of `capacity` items: exactly
-    /// `min(seen, capacity)` entries, keys accepted by `valid` (which also sees the item) and
-    /// in increasing order, entries of equal keys in increasing order of their items' bytes. The decoded state draws from a stream derived from its seed,
-    /// stream and count, since the generator's state is not stored.
+    /// Reads what [`encode`](Self::encode) wrote in format version `version`, for a sample of
+    /// `capacity` items: exactly `min(seen, capacity)` entries, keys accepted by `valid`
+    /// (which also sees the item) and in increasing order, entries of equal keys in increasing
+    /// order of their items' bytes. Version 1 holds no generator: the decoded state then
+    /// draws from a stream derived from its seed, stream and count.
     pub(crate) fn decode(
         r: &mut Reader<'_>,
+        version: u8,
         capacity: usize,
         valid: impl Fn(f64, &T) -> bool,
     ) -> Result<Self, DecodeError>
@@ -134,8 +144,10 @@ impl<T> State<T> {
         T: Item,
     {
         let (seed, stream, seen) = (r.u64()?, r.u64()?, r.u64()?);
+        let rng = if version >= 2 { Stream::decode(r)? } else { Stream::new(seed, resumed_stream(stream, seen)) };
         let mut state = Self::on_stream(capacity, seed, stream);
         state.seen = seen;
+        state.rng = rng;
         let count = r.u32()? as usize;
         if count as u64 != seen.min(capacity as u64) {
             return Err(DecodeError::InvalidField {
@@ -162,25 +174,26 @@ impl<T> State<T> {
             previous = (key, bytes);
             state.sample.offer(key, item);
         }
-        state.rng = Stream::new(seed, resumed_stream(stream, seen));
         Ok(state)
     }
 
-    /// The encoding of a weighted sampler (family `family`): its capacity `k` as the user gave
-    /// it (u32), the total weight (f64), then the state as [`encode`](Self::encode) writes it,
-    /// each item followed by its weight.
-    pub(crate) fn encode_weighted(&self, family: u8, capacity: usize, total_weight: f64) -> Vec<u8>
+    /// The encoding of a weighted sampler (family `family`) up to its pending draw, if it has
+    /// one (`pending` more bytes, which the caller writes before `finish`): its capacity `k`
+    /// as the user gave it (u32), the total weight (f64), then the state as
+    /// [`encode`](Self::encode) writes it, each item followed by its weight.
+    pub(crate) fn weighted_writer(&self, family: u8, capacity: usize, total_weight: f64, pending: usize) -> Writer
     where
         T: Item,
     {
-        let mut w = Writer::new(family, self.weighted_encoded_len());
+        let mut w = Writer::versioned(family, VERSION, self.weighted_encoded_len() + pending);
         w.put_u32(capacity as u32);
         w.put_f64(total_weight);
         self.encode(&mut w);
-        w.finish()
+        w
     }
 
-    /// The length of what [`encode_weighted`](Self::encode_weighted) returns.
+    /// The length of what [`weighted_writer`](Self::weighted_writer) writes, envelope included
+    /// and pending draw excluded.
     pub(crate) fn weighted_encoded_len(&self) -> usize
     where
         T: Item,
@@ -196,16 +209,16 @@ impl<T> State<T> {
 
 /// The weighted samplers' state: items with their weights.
 impl<U: Item> State<(U, f64)> {
-    /// Reads what [`State::encode_weighted`] wrote: a capacity in
+    /// Reads what [`State::weighted_writer`] wrote in format version `version`: a capacity in
     /// `1..=2^24` (the sample keeps `capacity + extra` items), a finite total weight `>= 0`,
-    /// and the state with keys accepted by `valid`. Returns the state and the total weight.
+    /// and the state with keys accepted by `valid`. Returns the state and the total weight;
+    /// the caller reads its pending draw and finishes the reader.
     pub(crate) fn decode_weighted(
-        bytes: &[u8],
-        family: u8,
+        r: &mut Reader<'_>,
+        version: u8,
         extra: usize,
         valid: impl Fn(f64, &(U, f64)) -> bool,
     ) -> Result<(Self, f64), DecodeError> {
-        let mut r = Reader::open(bytes, family)?;
         let capacity = r.u32()? as usize;
         let total_weight = r.f64()?;
         if !(1..=MAX_CAPACITY).contains(&capacity) {
@@ -216,8 +229,7 @@ impl<U: Item> State<(U, f64)> {
         if !(total_weight >= 0.0 && total_weight.is_finite()) || total_weight.is_sign_negative() {
             return Err(DecodeError::InvalidField { field: "total weight", reason: "not a finite number ≥ 0" });
         }
-        let state = State::decode(&mut r, capacity + extra, valid)?;
-        r.finish()?;
+        let state = State::decode(r, version, capacity + extra, valid)?;
         // The total is a sum of every weight seen, the sampled ones among them. Floating-point
         // sums of `n` terms are within `n·2^−53` of the truth, relatively (`n`: the items
         // seen, plus the sample's own sum); a saturated total is `f64::MAX`.

@@ -3,9 +3,9 @@
 
 use std::fmt;
 
-use super::state::State;
-use crate::codec::{Codec, Item, codec_impl};
-use crate::core::random::EXPONENTIAL_MAX;
+use super::state::{State, VERSION};
+use crate::codec::{Codec, Item, Reader, codec_impl};
+use crate::core::random::{EXPONENTIAL_MAX, largest_exponential};
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator, Weight};
 
 /// A weighted random sample of at most `capacity` items, without replacement: as if the
@@ -134,7 +134,11 @@ impl<T> WeightedReservoir<T> {
         self.len() == 0
     }
 
-    /// The sampled items with their weights, in no particular order.
+    /// The sampled items with their weights, in the order they would have been drawn one
+    /// after another (the order of their keys, as [`into_vec`](Self::into_vec)): one state
+    /// lists its sample in one order however it was built, so a sampler decoded from
+    /// [`to_bytes`](Self::to_bytes) lists it as the encoded one does (except among items of
+    /// equal keys, which only weights below `1/f64::MAX` make likely). Sorts the `k` keys.
     ///
     /// ```
     /// # use synopses::sampling::WeightedReservoir;
@@ -145,7 +149,8 @@ impl<T> WeightedReservoir<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn iter(&self) -> impl Iterator<Item = &(T, f64)> {
-        self.state.sample.iter().map(|k| &k.item)
+        // The heap's layout depends on the order of arrival, which decoding does not replay.
+        self.state.sample.sorted().into_iter().map(|k| &k.item)
     }
 
     /// The sampled items with their weights, in the order they would have been drawn one
@@ -312,7 +317,10 @@ impl<T> WeightedReservoir<T> {
     /// largest key kept) along the weight axis: exponential with mean `1/W`.
     fn draw_jump(&mut self) {
         let threshold = self.state.sample.threshold().unwrap_or(f64::INFINITY);
-        self.jump = self.state.rng.exponential() / threshold;
+        let e = self.state.rng.exponential();
+        // Past a threshold of 0 (keys of weights near `f64::MAX` underflow to it) no key is
+        // below it: nothing enters again, and `0 / 0` must not make the jump NaN.
+        self.jump = if threshold > 0.0 { e / threshold } else { f64::INFINITY };
     }
 }
 
@@ -330,15 +338,18 @@ impl<T: Item> WeightedReservoir<T> {
     /// ```
     #[must_use]
     pub fn encoded_len(&self) -> usize {
-        self.state.weighted_encoded_len()
+        self.state.weighted_encoded_len() + 8
     }
 
-    /// Encodes the sample in the crate's [binary format](crate::codec), family code 8.
+    /// Encodes the sample in the crate's [binary format](crate::codec), family code 8, format
+    /// version 2.
     ///
     /// Body: capacity (u32), total weight (f64), seed (u64), stream (u64), seen (u64), the
-    /// number of sampled items (u32), then each key (f64), item and weight (f64), smallest
-    /// key first. As for [`Reservoir::to_bytes`](super::Reservoir::to_bytes), the generator's
-    /// state is not stored.
+    /// random generator (the 32 bytes of xoshiro256++'s state, then its draw count, u64), the
+    /// number of sampled items (u32), each key (f64), item and weight (f64), smallest key
+    /// first, and last the jump: the weight still to pass over before the next item enters
+    /// (f64; +0 while the sample is not full). With the generator and the jump stored, a
+    /// decoded sampler continues exactly as this one would.
     ///
     /// ```
     /// use synopses::core::Weight;
@@ -346,16 +357,34 @@ impl<T: Item> WeightedReservoir<T> {
     ///
     /// let mut r = WeightedReservoir::new(2, 5)?;
     /// r.observe_weighted(10_u64, Weight::ONE);
-    /// assert_eq!(r.to_bytes().len(), 4 + 40 + 24 + 8);
-    /// # Ok::<(), synopses::ConfigError>(())
+    /// // Envelope 12, capacity to count 40, generator 40, one entry 24, jump 8.
+    /// assert_eq!(r.to_bytes().len(), 12 + 40 + 40 + 24 + 8);
+    ///
+    /// // Encoded mid-stream, decoded, and continued: the uninterrupted run, bit for bit.
+    /// let mut resumed = WeightedReservoir::<u64>::from_bytes(&r.to_bytes())?;
+    /// for i in 0..1000_u64 {
+    ///     let w = Weight::new(1.0 + (i % 5) as f64)?;
+    ///     r.observe_weighted(i, w);
+    ///     resumed.observe_weighted(i, w);
+    /// }
+    /// assert_eq!(resumed.to_bytes(), r.to_bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.state.encode_weighted(Self::FAMILY, self.capacity(), self.total_weight)
+        let mut w = self.state.weighted_writer(Self::FAMILY, self.capacity(), self.total_weight, 8);
+        w.put_f64(self.jump);
+        w.finish()
     }
 
     /// Decodes a sample written by [`to_bytes`](Self::to_bytes), validating every field:
-    /// finite, positive weights and keys in increasing order.
+    /// finite, positive weights, keys in increasing order, a generator state other than all
+    /// zeros, and a jump the generator could have drawn at the sample's threshold (+0 while
+    /// the sample is not full).
+    ///
+    /// Also reads format version 1, which holds no generator: a sample decoded from it
+    /// continues on a random stream derived from its seed, stream and `seen`, with a fresh
+    /// jump (see [`Reservoir::from_bytes`](super::Reservoir::from_bytes)).
     ///
     /// ```
     /// use synopses::core::Weight;
@@ -367,7 +396,8 @@ impl<T: Item> WeightedReservoir<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let (state, total_weight) = State::decode_weighted(bytes, Self::FAMILY, 0, |key, (_, w): &(T, f64)| {
+        let (mut r, version) = Reader::open_versions(bytes, Self::FAMILY, Self::VERSION)?;
+        let (state, total_weight) = State::decode_weighted(&mut r, version, 0, |key, (_, w): &(T, f64)| {
             // `E / w` underflows to 0 for the largest weights, and overflows to +∞ only for
             // weights below `64 / f64::MAX` (`E = −ln(1 − U·P)` stays below 37 for the
             // generator's `U`, which is at most `1 − 2^−53`).
@@ -376,16 +406,29 @@ impl<T: Item> WeightedReservoir<T> {
             key >= 0.0 && Weight::new(*w).is_ok() && key <= EXPONENTIAL_MAX / w
         })?;
         let mut out = Self { state, total_weight, jump: 0.0 };
-        if out.state.sample.is_full() {
+        if version >= 2 {
+            out.jump = r.f64()?;
+            // A jump is `E / W`, drawn once the sample is full at its threshold `W` (+∞ past
+            // a threshold of 0), and only falls, staying above 0, until the next draw.
+            let largest = out.state.sample.threshold().map_or(0.0, |threshold| largest_exponential() / threshold);
+            if !(out.jump >= 0.0 && out.jump <= largest) || out.jump.is_sign_negative() {
+                return Err(DecodeError::InvalidField {
+                    field: "jump",
+                    reason: "beyond what the generator draws at the sample's threshold (+0 before it is full)",
+                });
+            }
+        } else if out.state.sample.is_full() {
             out.draw_jump();
         }
+        r.finish()?;
         Ok(out)
     }
 }
 
 impl<T: PartialEq> PartialEq for WeightedReservoir<T> {
     /// The same configuration, count, total weight and sample (items, weights and keys); the
-    /// generator's state is not compared.
+    /// generator's state and the jump, which decide only what happens next, are not compared
+    /// (the encodings compare them too).
     fn eq(&self, other: &Self) -> bool {
         self.state.same(&other.state) && self.total_weight.to_bits() == other.total_weight.to_bits()
     }
@@ -443,4 +486,4 @@ impl<T: Clone> Mergeable for WeightedReservoir<T> {
     }
 }
 
-codec_impl!([T: Item] WeightedReservoir<T>, 8);
+codec_impl!([T: Item] WeightedReservoir<T>, 8, version VERSION);

@@ -82,9 +82,17 @@ pub trait Subject: Answers + Codec + Mergeable + Clone + PartialEq + Debug {
     /// that the allocation checks see a large claim.
     fn examples() -> Vec<(String, Self)>;
 
-    /// Seeded recipes pinned by the committed files of `tests/fixtures/v1/` (`tests/golden.rs`):
-    /// each file's name and the state it must hold, byte for byte.
+    /// Seeded recipes pinned by the committed files of `tests/fixtures/v<version>/`, the
+    /// version the type writes (`tests/golden.rs`): each file's name and the state it must
+    /// hold, byte for byte.
     fn fixtures() -> Vec<(&'static str, Self)>;
+
+    /// Files an older format version of the type wrote, kept read-only: each one's version,
+    /// name (in `tests/fixtures/v<version>/`) and the state it must decode to (by `==`, with
+    /// the same answers).
+    fn read_only_fixtures() -> Vec<(u8, &'static str, Self)> {
+        Vec::new()
+    }
 
     /// Uses a decoded state as a user would (observes, converts, reduces, removes), which must
     /// not panic; the answers are checked by the caller.
@@ -661,6 +669,11 @@ impl Subject for Reservoir<u64> {
         sampler_examples("reservoir", |k| Reservoir::new(k, 3).expect("a capacity"), |s, i, _| s.observe(i))
     }
 
+    fn read_only_fixtures() -> Vec<(u8, &'static str, Self)> {
+        // Version 1 held no generator: the same recipes, read back.
+        Self::fixtures().into_iter().map(|(name, s)| (1, name, s)).collect()
+    }
+
     fn fixtures() -> Vec<(&'static str, Self)> {
         // 10 of 0..100 000, uniformly: the fixture pins the seeded draws.
         vec![("reservoir_10_seed2024.bin", fed(Reservoir::new(10, 2024), 0..100_000_u64))]
@@ -681,6 +694,11 @@ impl Subject for WeightedReservoir<u64> {
         )
     }
 
+    fn read_only_fixtures() -> Vec<(u8, &'static str, Self)> {
+        // Version 1 held no generator: the same recipes, read back.
+        Self::fixtures().into_iter().map(|(name, s)| (1, name, s)).collect()
+    }
+
     fn fixtures() -> Vec<(&'static str, Self)> {
         vec![("weighted_5_seed2024.bin", fed(WeightedReservoir::new(5, 2024), weighted_stream()))]
     }
@@ -699,6 +717,11 @@ impl Subject for PrioritySample<u64> {
             |k| PrioritySample::new(k, 3).expect("a capacity"),
             |s, i, w| s.observe_weighted(i, w),
         )
+    }
+
+    fn read_only_fixtures() -> Vec<(u8, &'static str, Self)> {
+        // Version 1 held no generator: the same recipes, read back.
+        Self::fixtures().into_iter().map(|(name, s)| (1, name, s)).collect()
     }
 
     fn fixtures() -> Vec<(&'static str, Self)> {
