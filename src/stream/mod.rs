@@ -118,7 +118,7 @@ mod partitioner;
 pub mod timely;
 mod window;
 
-pub use partitioned::Partitioned;
 pub use panes::SlidingPanes;
+pub use partitioned::Partitioned;
 pub use partitioner::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner, ROUTING_SEED, ShuffleGrouping};
 pub use window::{Admission, Closed, CountWindow, Late, MergeAtError, TimeWindow, Window};

@@ -371,7 +371,9 @@ impl<O: Mergeable + Clone> SlidingPanes<O> {
             + self.proto.size_in_bytes()
             + self.front.capacity() * std::mem::size_of::<Option<u32>>()
             + self.merges.iter().map(Mergeable::size_in_bytes).sum::<usize>()
-            + slots.map(|s| s.as_ref().map_or(std::mem::size_of::<Option<O>>(), Mergeable::size_in_bytes)).sum::<usize>()
+            + slots
+                .map(|s| s.as_ref().map_or(std::mem::size_of::<Option<O>>(), Mergeable::size_in_bytes))
+                .sum::<usize>()
     }
 }
 

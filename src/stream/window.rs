@@ -107,10 +107,13 @@ impl Window {
     /// # use synopses::stream::Window;
     /// let w = Window::tumbling(500)?;
     /// assert_eq!((w.size(), w.slide(), w.panes()), (500, 500, 1));
-    /// assert!(Window::tumbling(0).is_err());
+    /// assert_eq!(Window::tumbling(0).unwrap_err().parameter(), "size");
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn tumbling(size: u64) -> Result<Self, ConfigError> {
+        if size == 0 {
+            return Err(ConfigError::new("size", size, "a positive integer"));
+        }
         Self::sliding(size, size)
     }
 
@@ -1019,8 +1022,7 @@ impl<O: Mergeable + Clone> TimeWindow<O> {
     #[must_use]
     pub fn size_in_bytes(&self) -> usize {
         // A B-tree entry costs about its key, its value and a share of its node.
-        self.panes.size_in_bytes()
-            + self.open.values().map(|o| o.size_in_bytes() + 16).sum::<usize>()
+        self.panes.size_in_bytes() + self.open.values().map(|o| o.size_in_bytes() + 16).sum::<usize>()
     }
 }
 
@@ -1110,8 +1112,8 @@ impl<O: Mergeable + Clone + Codec + PartialEq> TimeWindow<O> {
         };
         let (seen, late, early) = (r.u64()?, r.u64()?, r.u64()?);
         let panes = SlidingPanes::<O>::decode_body(&mut r, shape.panes())?;
-        let mut window = Self::new(panes.proto(), shape, lateness)
-            .map_err(|_| invalid("allowed lateness", "too many slides"))?;
+        let mut window =
+            Self::new(panes.proto(), shape, lateness).map_err(|_| invalid("allowed lateness", "too many slides"))?;
         let closes = window.last_closing(watermark);
         // Panes close only under the watermark, and every closed pane is held or empty.
         if closed.is_some() && (closes.is_none() || closed > closes)
@@ -1135,7 +1137,12 @@ impl<O: Mergeable + Clone + Codec + PartialEq> TimeWindow<O> {
             if admitted != Some(Admission::Open) || previous.is_some_and(|p| p >= number) {
                 return Err(invalid("open panes", "not open, or not in increasing order"));
             }
-            window.panes.proto().empty_like().merge(&pane).map_err(|_| invalid("open panes", "of another configuration"))?;
+            window
+                .panes
+                .proto()
+                .empty_like()
+                .merge(&pane)
+                .map_err(|_| invalid("open panes", "of another configuration"))?;
             window.open.insert(number, pane);
             previous = Some(number);
         }
