@@ -32,17 +32,19 @@ use super::window::Window;
 ///  └─────────┘
 ///  window = (c∪d) ∪ (e∪f)
 ///
-///  push g: the front pops c∪d, the back becomes e f g, merge e∪f∪g;
-///  push h: the front pops d and is empty: flip e f g onto it as
-///          e∪f∪g, f∪g, g (3 merges), pop e∪f∪g; the back is h
+///  push g: the front pops c∪d; the back is e f g, its merge e∪f∪g
+///  push h: the front pops d; the back is e f g h
+///  push i: the front is empty: flip e f g h onto it as e∪f∪g∪h, f∪g∪h, g∪h, h
+///          (3 merges), pop e∪f∪g∪h; the back is i
 /// ```
 ///
 /// A push costs one merge into the back's running merge, plus a pop; a flip costs one merge
-/// per pane flipped, and each pane is flipped once: three merges per push, amortized, and
-/// two for [`window`](Self::window) (a copy of the front's top and one merge), against
-/// `panes − 1` for merging every pane afresh. The memory is at most `panes + 2` synopses
-/// (the panes or their suffix merges, the back's running merge, and an empty prototype)
-/// plus `O(panes)` words.
+/// per pane flipped, and each pane is flipped once: two merges per push, amortized (and, once
+/// per flip, a copy of the first pane of the new back). [`window`](Self::window) costs a copy
+/// of the front's top and one merge, against a copy and `panes − 1` merges for merging every
+/// pane afresh. The memory is at most `panes + 2` synopses (the panes or their suffix merges,
+/// which replace the panes they merge, the back's running merge, and an empty prototype), one
+/// more for a moment during a push, plus `O(panes)` words.
 ///
 /// Panes are `Option`s inside: a pane known to be empty (a time pane with no items) costs a
 /// word and no merge.
@@ -494,4 +496,51 @@ pub(crate) fn get_nested<O: Codec>(r: &mut Reader<'_>) -> Result<Option<O>, Deco
 
 pub(crate) fn invalid(field: &'static str, reason: &'static str) -> DecodeError {
     DecodeError::InvalidField { field, reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frequency::CountMin;
+
+    /// The states of the diagram in the type's docs, with a Count-Min pane per letter.
+    #[test]
+    fn the_two_stacks_move_as_drawn() {
+        let proto = CountMin::new(64, 2).unwrap();
+        let mut window = SlidingPanes::new(&proto, 4).unwrap();
+        let push = |window: &mut SlidingPanes<CountMin>, letter: &str| {
+            let mut pane = proto.empty_like();
+            pane.observe(letter);
+            window.push(pane).unwrap();
+        };
+        for letter in ["a", "b", "c", "d", "e", "f"] {
+            push(&mut window, letter);
+        }
+        assert_eq!((window.front.len(), window.merges.len(), window.back.len()), (2, 2, 2));
+        let answer = window.window().unwrap();
+        assert_eq!(["a", "b", "c", "d", "e", "f"].map(|l| answer.estimate(l)), [0, 0, 1, 1, 1, 1]);
+        push(&mut window, "g");
+        push(&mut window, "h");
+        assert_eq!((window.front.len(), window.back.len()), (0, 4));
+        push(&mut window, "i");
+        assert_eq!((window.front.len(), window.merges.len(), window.back.len()), (3, 3, 1));
+        let answer = window.window().unwrap();
+        assert_eq!(["e", "f", "g", "h", "i"].map(|l| answer.estimate(l)), [0, 1, 1, 1, 1]);
+    }
+
+    /// Empty panes share the suffix merge below them instead of copying it.
+    #[test]
+    fn empty_panes_cost_no_copy() {
+        let proto = CountMin::new(64, 2).unwrap();
+        let mut window = SlidingPanes::new(&proto, 5).unwrap();
+        let mut pane = proto.empty_like();
+        pane.observe("x");
+        window.push(pane).unwrap();
+        for _ in 0..5 {
+            window.push_empty().unwrap();
+        }
+        // The flip at the sixth push put five slots on the front with no merge nor copy, then
+        // the oldest, the one pane with items, left.
+        assert_eq!((window.front.len(), window.merges.len(), window.has_items()), (4, 0, false));
+    }
 }

@@ -28,18 +28,19 @@ use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator};
 ///
 /// Merging every pane afresh at each slide costs `panes − 1` merges; [`SlidingPanes`] (the
 /// two-stacks algorithm of Tangwongsan, Hirzel and Schneider) keeps the merge up to date in
-/// three merges per slide, amortized, plus two per answer. With 60 panes of HyperLogLog
-/// p = 14 that is what makes answering every slide cost about as much as observing into one
-/// sketch (`benches/stream.rs`, group `window`).
+/// two merges per slide, amortized, plus a copy and a merge per answer, whatever the number
+/// of panes (`benches/stream.rs`, group `window`, measures both ways).
 ///
 /// # Memory and error
 ///
 /// A window holds at most `panes + 3` synopses (the panes or their suffix merges, the
-/// aggregator's running merge, an empty prototype and the open pane), plus, for a
-/// [`TimeWindow`], the panes still open for late items: about `(panes + lateness / slide + 3)
-/// × the synopsis's size`. A HyperLogLog of precision 14 (16 KiB) over 60 panes takes about
-/// 1 MiB. Choose the slide for the memory and the freshness you need: the answer is
-/// recomputed once per slide.
+/// aggregator's running merge, an empty prototype, and the open pane of a [`CountWindow`]),
+/// plus, for a [`TimeWindow`], its open panes that received items: those still within the
+/// lateness (about `lateness / slide`) and any ahead of the watermark (at most
+/// [`TimeWindow::MAX_OPEN_PANES`] in all). So about `(panes + lateness / slide + 3) × the
+/// synopsis's size`: a HyperLogLog of precision 14 (16 KiB) over 60 panes takes about 1 MiB.
+/// Choose the slide for the memory and the freshness you need: the answer changes once per
+/// slide.
 ///
 /// The answer over a window is a merge, so its error is that of one synopsis that observed
 /// exactly the window's items: the merge of the crate's sketches and filters is exact
