@@ -889,8 +889,10 @@ impl<O: Mergeable + Clone> TimeWindow<O> {
     }
 
     /// Merges a synopsis of items of time `time` (pre-aggregated elsewhere, by another
-    /// worker, say) into its pane. Refuses it, leaving everything unchanged, when the pane
-    /// has closed or is too far ahead, or the synopsis is of another configuration. Merged
+    /// worker, say) into its pane. Refuses it, leaving everything unchanged (the refusal is
+    /// not counted by [`late`](Self::late) or [`early`](Self::early): the caller keeps the
+    /// synopsis), when the pane has closed or is too far ahead, or the synopsis is of another
+    /// configuration. Merged
     /// synopses of a sampler must not share a random stream with each other or with the
     /// window's panes: make them with [`empty_part`](Mergeable::empty_part) of the
     /// prototype, with indexes of their own.
