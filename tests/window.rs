@@ -98,7 +98,7 @@ fn panes() -> impl Strategy<Value = Vec<Option<Vec<u64>>>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn sliding_panes_merge_the_last_panes(panes in panes(), capacity in 1usize..8) {
@@ -167,7 +167,7 @@ fn shapes() -> impl Strategy<Value = Window> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn count_windows_answer_over_exactly_their_items(
@@ -317,7 +317,7 @@ fn time_law<O: Windowed>(proto: &O, ops: &[Op], shape: Window, lateness: u64) ->
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn time_windows_answer_over_exactly_their_items(ops in ops(), shape in shapes(), lateness in 0..12u64) {
