@@ -107,7 +107,8 @@ pub(crate) const ENVELOPE_LEN: usize = HEADER_LEN + CHECKSUM_LEN;
 /// | 3 | `CountMin` | 9 | `PrioritySample` |
 /// | 4 | `Bloom` | 10 | `UltraLogLog` |
 /// | 5 | `HeavyHitters` | 11 | `ExaLogLog` |
-/// | 6 | `CountingBloom` | | |
+/// | 6 | `CountingBloom` | 12 | `stream::CountWindow` |
+/// | | | 13 | `stream::TimeWindow` |
 ///
 /// ```
 /// use synopses::cardinality::HyperLogLog;

@@ -44,6 +44,7 @@
 //! | items drawn in proportion to weight | [`sampling::WeightedReservoir`] | without replacement (PPSWOR) | `k` items and weights |
 //! | the total weight of any subset, decided later | [`sampling::PrioritySample`] | unbiased, with an unbiased variance estimate | `k + 1` items and weights |
 //! | keep up with an overloaded stream | [`shedding::LoadShedder`] in front of any of them | unbiased counts and sums ([`shedding::HorvitzThompson`]) with their variance | that of the operator behind it |
+//! | any of these over the last N items, or the last hour of event time | [`stream::CountWindow`], [`stream::TimeWindow`] around any mergeable one | that of one synopsis over the window's items | `panes + 3` synopses, plus the panes open for late items |
 //!
 //! # Merging and parallel partitions
 //!

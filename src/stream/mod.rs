@@ -1,5 +1,5 @@
-//! Streams over parallel partitions: partitioners, and a runner that splits a stream over
-//! N instances of any mergeable operator and merges them back.
+//! Streams over parallel partitions and over time: partitioners, a runner that splits a
+//! stream over N instances of any mergeable operator and merges them back, and windows.
 //!
 //! A stream too fast for one core is split over workers, each with its own instance of the
 //! operator; because the state of every synopsis in this crate merges, the workers' states
@@ -42,6 +42,29 @@
 //! counting Bloom filters) the merged state is exactly that of one sequential pass, whatever
 //! the partitioner and the number of workers (`tests/laws.rs` checks 1, 2, 4 and 8); heavy
 //! hitters keep their guarantee; the samplers are distributed as one pass.
+//!
+//! # Windows: answers over the recent past
+//!
+//! [`CountWindow`] (the last N items) and [`TimeWindow`] (the last hour of event time, with
+//! a watermark and an allowed lateness) keep one synopsis per *pane* of one slide and answer
+//! over a window by merging its panes, through [`SlidingPanes`], an incremental two-stacks
+//! aggregator: two merges per slide, amortized, and a copy and a merge per answer, whatever
+//! the number of panes. They work for any mergeable synopsis: distinct users in the last
+//! hour, frequencies over the last ten minutes, a uniform sample of the last window, "seen in
+//! the last N items". Late items are handed back to the caller and counted. [`Window`]
+//! teaches the idea, the memory (`panes + O(1)` synopses) and the error (that of one
+//! synopsis over the window's items).
+//!
+//! ```
+//! use synopses::cardinality::HyperLogLog;
+//! use synopses::stream::{CountWindow, Window};
+//!
+//! let mut last_10k = CountWindow::new(&HyperLogLog::new(12)?, Window::sliding(10_000, 1_000)?)?;
+//! last_10k.observe_all(0..50_000u64);
+//! // Within 4 standard errors of a merged sketch, 1.04/√4096.
+//! assert!((last_10k.window()?.estimate() / 10_000.0 - 1.0).abs() < 4.0 * 1.04 / 64.0);
+//! # Ok::<(), synopses::Error>(())
+//! ```
 //!
 //! # Several processes or machines: timely dataflow
 //!
@@ -91,11 +114,15 @@
 #![cfg_attr(not(feature = "rayon"), doc = "[`Partitioned::par_observe`]: Partitioned")]
 
 pub mod checkpoint;
+mod panes;
 mod partitioned;
 mod partitioner;
 #[cfg(feature = "timely")]
 pub mod timely;
+mod window;
 
 pub use checkpoint::{CheckpointError, Checkpoints, Restored, Snapshot};
+pub use panes::SlidingPanes;
 pub use partitioned::Partitioned;
 pub use partitioner::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner, ROUTING_SEED, ShuffleGrouping};
+pub use window::{Admission, Closed, CountWindow, Late, MergeAtError, TimeWindow, Window};
