@@ -471,9 +471,8 @@ fn manifest(epoch: u64, parts: &[Vec<u8>]) -> Vec<u8> {
 /// The parts' lengths and checksums, after checking the manifest whole.
 fn read_manifest(bytes: &[u8], epoch: u64) -> Result<Vec<(u64, u64)>, DecodeError> {
     let invalid = |field, reason| DecodeError::InvalidField { field, reason };
-    let u64_at = |at: usize| -> u64 {
-        bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
-    };
+    let u64_at =
+        |at: usize| -> u64 { bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes) };
     if bytes.len() < MANIFEST_HEAD + 8 {
         return Err(DecodeError::Truncated { needed: MANIFEST_HEAD + 8, available: bytes.len() });
     }
