@@ -78,6 +78,7 @@ fn run_epochs(worker: &mut Worker, shape: Shape, from: u64, to: u64, running: Ru
     let probe = worker.dataflow::<u64, _, _>(|scope| {
         let (probe, _) = scope
             .input_from(&mut input)
+            .container::<Vec<u64>>()
             .sketch(&proto)
             .inspect(move |result| {
                 let (running, failure) = &mut *sink.borrow_mut();
@@ -98,10 +99,10 @@ fn run_epochs(worker: &mut Worker, shape: Shape, from: u64, to: u64, running: Ru
         let end = (start + shape.epoch_len(peers)).min(shape.items);
         (start + index..end).step_by(peers as usize).for_each(|view| input.send(user(view)));
         input.advance_to(epoch + 1);
-        worker.step_while(|| probe.less_than(input.time()));
+        worker.step_or_park_while(None, || probe.less_than(input.time()));
     }
     drop(input);
-    worker.step_while(|| !probe.done());
+    worker.step_or_park_while(None, || !probe.done());
     drop(probe);
     let (running, failure) = Rc::try_unwrap(state).map_err(|_| "the dataflow still holds its state")?.into_inner();
     match failure {
@@ -138,7 +139,13 @@ fn own_options(args: Vec<String>) -> Result<(Shape, Vec<String>), Box<dyn Error>
 
 fn main() -> Result<(), Box<dyn Error>> {
     let (shape, timely_args) = own_options(std::env::args().collect())?;
-    let config = config_from_args(timely_args)?;
+    let config = match config_from_args(timely_args) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("timely options: {e}");
+            std::process::exit(2);
+        }
+    };
     let started = std::time::Instant::now();
     let results = timely::execute(config, move |worker| {
         let peers = worker.peers() as u64;

@@ -111,7 +111,7 @@
 //! * `serde`: `Serialize` / `Deserialize` for every synopsis, through the validating decoder.
 //! * `rayon`: [`core::OperatorExt::par_observe`] and [`stream::Partitioned::par_observe`],
 //!   parallel observation over rayon's pool.
-//! * `timely`: `stream::timely::SketchStream`, synopses as operators of a
+//! * `timely`: `stream::timely::{SketchStream, SketchByKey}`, synopses as operators of a
 //!   [timely dataflow](https://docs.rs/timely) computation (one result per completed
 //!   timestamp, per key if asked), in threads, processes or machines (timely pinned to 0.32.x).
 //!

@@ -21,4 +21,4 @@ pub use crate::codec::Codec;
 pub use crate::core::{Mergeable, ObserveHash, Operator, OperatorExt};
 pub use crate::hash::Hashable;
 #[cfg(feature = "timely")]
-pub use crate::stream::timely::SketchStream;
+pub use crate::stream::timely::{SketchByKey, SketchStream};

@@ -20,7 +20,7 @@ use synopses::codec::Codec;
 use synopses::core::{Mergeable, Operator};
 use synopses::frequency::CountMin;
 use synopses::stream::PartialKeyGrouping;
-use synopses::stream::timely::{SketchStream, Sketched, config_from_args};
+use synopses::stream::timely::{SketchByKey, SketchStream, Sketched, config_from_args};
 use timely::dataflow::InputHandle;
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::operators::{Input, Inspect, Probe};
@@ -94,7 +94,7 @@ where
             worker.step_while(|| probe.less_than(input.time()));
         }
         drop(input);
-        worker.step_while(|| !probe.done());
+        worker.step_or_park_while(None, || !probe.done());
         Ok(found.take())
     })?;
     let mut all: Results = (BTreeMap::new(), Vec::new());

@@ -45,9 +45,10 @@
 //!
 //! # Several processes or machines: timely dataflow
 //!
-//! With the `timely` feature, [`SketchStream`](timely::SketchStream) makes any synopsis an
-//! operator inside a [timely dataflow](https://docs.rs/timely) computation: `sketch` gives one
-//! synopsis per completed timestamp, `sketch_by_key` one per key per timestamp, with items
+//! With the `timely` feature, [`SketchStream`](timely::SketchStream) and
+//! [`SketchByKey`](timely::SketchByKey) make any synopsis an operator inside a
+//! [timely dataflow](https://docs.rs/timely) computation: `sketch` gives one synopsis per
+//! completed timestamp, `sketch_by_key` one per key per timestamp, with items
 //! routed by these partitioners (partial key grouping included: the two halves of a hot key
 //! merge downstream). Each worker folds its own items; when timely's progress tracking says a
 //! time is complete, only the parts' [encodings](crate::codec::Codec) cross workers, and

@@ -1,14 +1,14 @@
 //! Synopses as timely dataflow operators: each worker folds its own items, and only synopsis
 //! bytes cross workers.
 //!
-//! [`SketchStream`] extends timely's streams (`Stream<'scope, T, Vec<D>>`, totally ordered
-//! timestamps such as `u64`) with two operators, so a synopsis sits inside a user's own
-//! dataflow and answers once per completed timestamp:
+//! Two extension traits give timely's streams (totally ordered timestamps such as `u64`) two
+//! operators, so a synopsis sits inside a user's own dataflow and answers once per completed
+//! timestamp:
 //!
-//! * [`sketch`](SketchStream::sketch): one synopsis per timestamp, over the items of every
-//!   worker.
-//! * [`sketch_by_key`](SketchStream::sketch_by_key): one synopsis per key per timestamp, the
-//!   items routed by key with one of the crate's [partitioners](super::Partitioner).
+//! * [`SketchStream::sketch`]: one synopsis per timestamp, over the items of every worker
+//!   (any container: `Vec<D>`, or one that lends `&D` without a copy).
+//! * [`SketchByKey::sketch_by_key`]: one synopsis per key per timestamp, the items (a
+//!   `Vec<D>` stream) routed by key with one of the crate's [partitioners](super::Partitioner).
 //!
 //! # How it works
 //!
@@ -51,7 +51,7 @@
 //! Each result is a `Result<_, `[`Error`]`>`: the bytes come from another process, so a part
 //! that does not decode, or does not merge (two processes started with different parameters),
 //! becomes an `Err` for its time (and key), never a panic. Split them with timely's `OkErr`.
-//! [`sketch_by_key`](SketchStream::sketch_by_key) returns a [`ConfigError`] while the dataflow is
+//! [`sketch_by_key`](SketchByKey::sketch_by_key) returns a [`ConfigError`] while the dataflow is
 //! built when the partitioner does not have one worker per timely worker.
 //!
 //! # Threads, processes, machines
@@ -94,6 +94,7 @@
 //!     let probe = worker.dataflow::<u64, _, _>(|scope| {
 //!         let (probe, _) = scope
 //!             .input_from(&mut input)
+//!             .container::<Vec<u64>>()
 //!             .sketch(&proto)
 //!             .inspect(move |result| sink.borrow_mut().push(result.clone()))
 //!             .probe();
@@ -122,14 +123,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::rc::Rc;
 
-use timely::ExchangeData;
 use timely::container::CapacityContainerBuilder;
+use timely::container::DrainContainer;
 use timely::dataflow::Stream;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator as _;
 use timely::order::TotalOrder;
 use timely::progress::Timestamp;
+use timely::{Container, ExchangeData};
 
 use super::partitioner::Partitioner;
 use crate::codec::Codec;
@@ -144,10 +146,13 @@ pub type Sketched<'scope, T, R> = Stream<'scope, T, Vec<Result<R, Error>>>;
 /// arrival order), and the encoding.
 type Part<K> = (K, u64, Vec<u8>);
 
-/// Timely streams that sketch their items: see the [module docs](self).
+/// Timely streams that sketch their items, one synopsis per timestamp: see the
+/// [module docs](self).
 ///
-/// Implemented for every `Stream<'scope, T, Vec<D>>` with a totally ordered timestamp.
-pub trait SketchStream<'scope, T: Timestamp, D> {
+/// Implemented for every `Stream<'scope, T, C>` with a totally ordered timestamp and any
+/// container `C` timely can drain (`Vec<D>` gives owned items; a container that lends
+/// `&D` from shared memory, such as `Rc<Vec<D>>`, spares a copy of the input).
+pub trait SketchStream<'scope, T: Timestamp, C: DrainContainer> {
     /// One synopsis per completed timestamp, over the items every worker saw at that time,
     /// emitted on worker 0 (the other workers emit nothing). Each worker folds its own items
     /// into its own part of `proto` (which must be empty: it is only copied); only the parts'
@@ -176,8 +181,15 @@ pub trait SketchStream<'scope, T: Timestamp, D> {
     /// ```
     fn sketch<O>(self, proto: &O) -> Sketched<'scope, T, O>
     where
-        O: Operator<D> + Mergeable + Codec + 'static;
+        O: for<'a> Operator<C::Item<'a>> + Mergeable + Codec + 'static;
+}
 
+/// Timely streams of owned items that sketch them per key, routed by key: see the
+/// [module docs](self).
+///
+/// Implemented for every `Stream<'scope, T, Vec<D>>` with a totally ordered timestamp (routing
+/// moves the items, so they are owned and exchangeable).
+pub trait SketchByKey<'scope, T: Timestamp, D> {
     /// One synopsis per key per completed timestamp. Items are routed to workers by
     /// `partitioner` over `key(item)` (each worker routes with its own
     /// [`sender`](Partitioner::sender)); each worker folds the items of each key into its own
@@ -194,7 +206,7 @@ pub trait SketchStream<'scope, T: Timestamp, D> {
     /// ```
     /// use synopses::cardinality::HyperLogLog;
     /// use synopses::stream::PartialKeyGrouping;
-    /// use synopses::stream::timely::SketchStream;
+    /// use synopses::stream::timely::SketchByKey;
     /// use timely::dataflow::operators::{Capture, ToStream};
     /// use timely::dataflow::operators::capture::Event;
     ///
@@ -240,14 +252,14 @@ pub trait SketchStream<'scope, T: Timestamp, D> {
         F: Fn(&D) -> K + 'static;
 }
 
-impl<'scope, T, D> SketchStream<'scope, T, D> for Stream<'scope, T, Vec<D>>
+impl<'scope, T, C> SketchStream<'scope, T, C> for Stream<'scope, T, C>
 where
     T: Timestamp + TotalOrder,
-    D: 'static,
+    C: Container + DrainContainer,
 {
     fn sketch<O>(self, proto: &O) -> Sketched<'scope, T, O>
     where
-        O: Operator<D> + Mergeable + Codec + 'static,
+        O: for<'a> Operator<C::Item<'a>> + Mergeable + Codec + 'static,
     {
         let scope = self.scope();
         let (worker, peers) = (scope.index() as u64, scope.peers() as u64);
@@ -269,7 +281,7 @@ where
                             (capability, proto.empty_part(worker + peers * (made - 1)))
                         });
                         for batch in batches {
-                            part.observe_all(batch.drain(..));
+                            part.observe_all(batch.drain());
                         }
                     });
                     ship(&mut open, frontier, |capability, part| {
@@ -280,7 +292,13 @@ where
         );
         merge_parts::<T, (), O, O>(parts, |_| 0, |(), synopsis| synopsis)
     }
+}
 
+impl<'scope, T, D> SketchByKey<'scope, T, D> for Stream<'scope, T, Vec<D>>
+where
+    T: Timestamp + TotalOrder,
+    D: 'static,
+{
     fn sketch_by_key<O, P, K, F>(
         self,
         proto: &O,
@@ -378,27 +396,31 @@ where
 {
     let pact = Exchange::new(move |(key, _, _): &Part<K>| target(key));
     type Received<K> = HashMap<K, Vec<(u64, Vec<u8>)>>;
-    parts.unary_frontier::<CapacityContainerBuilder<Vec<Result<R, Error>>>, _, _, _>(pact, "SketchMerge", move |_, _| {
-        let mut open: BTreeMap<T, (Capability<T>, Received<K>)> = BTreeMap::new();
-        move |(input, frontier), output| {
-            let port = output.output_index();
-            input.for_each_stamp(|stamp, batches| {
-                let Some(capability) = stamp.retain_least(port) else { return };
-                let (_, received) =
-                    open.entry(capability.time().clone()).or_insert_with(|| (capability, HashMap::new()));
-                for (key, worker, bytes) in batches.flat_map(|batch| batch.drain(..)) {
-                    received.entry(key).or_default().push((worker, bytes));
-                }
-            });
-            ship(&mut open, frontier, |capability, received| {
-                let mut session = output.session(&capability);
-                for (key, mut parts) in received {
-                    parts.sort_unstable_by_key(|&(worker, _)| worker);
-                    session.give(decode_and_merge::<O>(&parts).map(|merged| finish(key, merged)));
-                }
-            });
-        }
-    })
+    parts.unary_frontier::<CapacityContainerBuilder<Vec<Result<R, Error>>>, _, _, _>(
+        pact,
+        "SketchMerge",
+        move |_, _| {
+            let mut open: BTreeMap<T, (Capability<T>, Received<K>)> = BTreeMap::new();
+            move |(input, frontier), output| {
+                let port = output.output_index();
+                input.for_each_stamp(|stamp, batches| {
+                    let Some(capability) = stamp.retain_least(port) else { return };
+                    let (_, received) =
+                        open.entry(capability.time().clone()).or_insert_with(|| (capability, HashMap::new()));
+                    for (key, worker, bytes) in batches.flat_map(|batch| batch.drain(..)) {
+                        received.entry(key).or_default().push((worker, bytes));
+                    }
+                });
+                ship(&mut open, frontier, |capability, received| {
+                    let mut session = output.session(&capability);
+                    for (key, mut parts) in received {
+                        parts.sort_unstable_by_key(|&(worker, _)| worker);
+                        session.give(decode_and_merge::<O>(&parts).map(|merged| finish(key, merged)));
+                    }
+                });
+            }
+        },
+    )
 }
 
 /// The merge of encoded parts (at least one, in the order given).
