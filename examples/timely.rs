@@ -22,21 +22,23 @@
 //! memory (VmHWM), flat in the number of views.
 //!
 //! Bad options (a host file without exactly `-n` addresses, `-p` not below `-n`) fail at once
-//! with a message. A process whose peer never starts waits for it (timely retries forever);
-//! a process that dies makes the others fail: restart them all.
+//! with a message; processes that have not all connected within 30 s give up with a message
+//! naming the missing one; a process that dies makes the others fail: restart them all.
 
 use std::cell::RefCell;
 use std::error::Error;
 use std::rc::Rc;
 
 use synopses::cardinality::HyperLogLog;
-use synopses::stream::timely::{SketchStream, config_from_args};
+use synopses::stream::timely::{SketchStream, config_from_args, execute};
 use timely::dataflow::InputHandle;
 use timely::dataflow::operators::{Input, Inspect, Probe};
 use timely::worker::Worker;
 
 const USERS: u64 = 3_000_000;
 const PRECISION: u8 = 14;
+/// How long the processes have to find each other before the run gives up.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The user of view `v`: a fixed scramble of the view number, so every run sees one stream.
 fn user(view: u64) -> u64 {
@@ -137,17 +139,18 @@ fn own_options(args: Vec<String>) -> Result<(Shape, Vec<String>), Box<dyn Error>
     Ok((shape, rest))
 }
 
-fn main() -> Result<(), Box<dyn Error>> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
     let (shape, timely_args) = own_options(std::env::args().collect())?;
-    let config = match config_from_args(timely_args) {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("timely options: {e}");
-            std::process::exit(2);
-        }
-    };
+    let config = config_from_args(timely_args)?;
     let started = std::time::Instant::now();
-    let results = timely::execute(config, move |worker| {
+    let results = execute(config, CONNECT_TIMEOUT, move |worker| {
         let peers = worker.peers() as u64;
         let empty = HyperLogLog::new(PRECISION).map_err(|e| e.to_string())?;
         let running = Running { total: empty, per_epoch: Vec::new() };

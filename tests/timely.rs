@@ -20,7 +20,7 @@ use synopses::codec::Codec;
 use synopses::core::{Mergeable, Operator};
 use synopses::frequency::CountMin;
 use synopses::stream::PartialKeyGrouping;
-use synopses::stream::timely::{SketchByKey, SketchStream, Sketched, config_from_args};
+use synopses::stream::timely::{SketchByKey, SketchStream, Sketched, config_from_args, execute};
 use timely::dataflow::InputHandle;
 use timely::dataflow::operators::vec::Map;
 use timely::dataflow::operators::{Input, Inspect, Probe};
@@ -54,7 +54,7 @@ fn run<O>(config: timely::Config, proto: O, by_key: bool) -> Result<Results, Box
 where
     O: Operator<Item> + Mergeable + Codec + Send + Sync + 'static,
 {
-    let guards = timely::execute(config, move |worker| -> Result<Results, String> {
+    let guards = execute(config, Duration::from_secs(60), move |worker| -> Result<Results, String> {
         let (index, peers) = (worker.index(), worker.peers());
         let found = Rc::new(RefCell::new((BTreeMap::new(), Vec::new())));
         let sink = Rc::clone(&found);
@@ -235,6 +235,23 @@ fn bad_process_options_and_host_files_fail_before_connecting() -> Result<(), Box
         assert_eq!(err.parameter(), option, "{list:?}: {err}");
     }
     std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+#[test]
+fn a_peer_that_never_starts_is_a_timeout_not_a_hang() -> Result<(), Box<dyn Error>> {
+    let hosts = std::env::temp_dir().join(format!("synopses-timely-lonely-{}.txt", std::process::id()));
+    std::fs::write(&hosts, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port()?, free_port()?))?;
+    let hosts_arg = hosts.to_str().ok_or("a UTF-8 path")?;
+    // Process 1 dials process 0, process 0 waits for process 1: neither peer exists.
+    for process in ["0", "1"] {
+        let config = config_from_args(args(&["-n", "2", "-p", process, "-h", hosts_arg]))?;
+        let started = Instant::now();
+        let outcome = execute(config, Duration::from_millis(500), |worker| worker.index());
+        assert_eq!(outcome.err().map(|e| e.kind()), Some(std::io::ErrorKind::TimedOut), "process {process}");
+        assert!(started.elapsed() < Duration::from_secs(10), "process {process} gave up late");
+    }
+    std::fs::remove_file(&hosts)?;
     Ok(())
 }
 

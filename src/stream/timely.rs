@@ -69,13 +69,16 @@
 //!
 //! Connecting: timely 0.32 retries a peer that does not answer every second, forever (it
 //! prints `error connecting to worker i ... retrying`), and waits forever for the peers that
-//! should connect to it; a process whose peer is never started therefore hangs. Start every
-//! process, or put a time limit around the run.
+//! should connect to it, so a process whose peer is never started hangs. [`execute`] runs the
+//! same computation with a time limit on connecting: past it, an `io::Error` of kind
+//! `TimedOut` names the missing process.
 //!
 //! A process that dies mid-run takes the computation down: the others' receive threads fail
-//! ("timely communication error: ... socket closed"), their workers then panic on the poisoned
-//! channel, and `join` returns an `Err` for each. Nothing is recovered in place: restart every
-//! process, from the last checkpoint.
+//! ("timely communication error: reading data: socket closed"), their workers panic on the
+//! poisoned channel ("MergeQueue poisoned"), and joining the workers panics in timely's
+//! communication guard, so each survivor exits within moments, with status 101 from `main`
+//! (observed with `examples/timely.rs`, killing one of two processes mid-stream). Nothing is
+//! recovered in place: restart every process, from the last checkpoint.
 //!
 //! ```
 //! use std::cell::RefCell;
@@ -112,16 +115,26 @@
 //! let mut estimates = Vec::new();
 //! for results in per_worker {
 //!     for sketch in results? {
-//!         estimates.push(sketch?.estimate().round());
+//!         estimates.push(sketch?.register_estimate());
 //!     }
 //! }
-//! assert_eq!(estimates, [1000.0, 1000.0, 1000.0]); // all on worker 0, one per epoch
+//! // All on worker 0, one per epoch, each exactly the sequential sketch's registers.
+//! let mut sequential = Vec::new();
+//! for epoch in 0..3_u64 {
+//!     let mut hll = HyperLogLog::new(12)?;
+//!     hll.observe_all((0..1000).map(|user| epoch * 500 + user));
+//!     sequential.push(hll.register_estimate());
+//! }
+//! assert_eq!(estimates, sequential);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use timely::container::CapacityContainerBuilder;
 use timely::container::DrainContainer;
@@ -514,4 +527,140 @@ fn is_address(line: &str) -> bool {
     line.split_whitespace().all(|address| {
         address.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
     })
+}
+
+/// [`timely::execute`], but processes that cannot all connect within `connect_timeout` fail
+/// with an [`io::Error`] of kind `TimedOut` instead of waiting forever (timely 0.32 retries a
+/// silent peer every second, without end). Threads and single processes run as
+/// `timely::execute` runs them; timely's own errors become `io::Error`s.
+///
+/// The processes connect as timely's do (each listens on its line of the host file, dials the
+/// processes before it and introduces itself by its index), and the connected sockets are then
+/// handed to timely's networking, so the computation is timely's from there on.
+///
+/// # Errors
+///
+/// `TimedOut` naming the process not reached; `InvalidData` if a peer introduces itself with
+/// an index it cannot have; any error binding or connecting a socket.
+///
+/// ```
+/// use std::time::Duration;
+/// use synopses::stream::timely::{config_from_args, execute};
+///
+/// // Two processes, of which only process 1 is started: it gives up after the timeout.
+/// let free = || -> std::io::Result<u16> { Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port()) };
+/// let hosts = std::env::temp_dir().join(format!("synopses-doc-execute-{}.txt", std::process::id()));
+/// std::fs::write(&hosts, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free()?, free()?))?;
+/// let args = ["prog", "-n", "2", "-p", "1", "-h", hosts.to_str().ok_or("UTF-8")?];
+/// let config = config_from_args(args.map(String::from))?;
+/// let outcome = execute(config, Duration::from_millis(300), |worker| worker.index());
+/// assert_eq!(outcome.err().map(|e| e.kind()), Some(std::io::ErrorKind::TimedOut));
+/// std::fs::remove_file(&hosts)?;
+/// // Threads are unaffected.
+/// let indexes = execute(timely::Config::process(2), Duration::from_secs(1), |w| w.index())?.join();
+/// assert_eq!(indexes.into_iter().collect::<Result<Vec<_>, _>>()?, [0, 1]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn execute<R, F>(
+    config: timely::Config,
+    connect_timeout: Duration,
+    func: F,
+) -> io::Result<timely::communication::WorkerGuards<R>>
+where
+    R: Send + 'static,
+    F: Fn(&mut timely::worker::Worker) -> R + Send + Sync + 'static,
+{
+    use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
+    use timely::communication::allocator::{AllocatorBuilder, ProcessBuilder};
+    use timely::communication::{Config as Communication, Hooks};
+
+    let timely::Config { communication, worker } = config;
+    let Communication::Cluster { threads, process, addresses, report, zerocopy } = communication else {
+        return timely::execute(timely::Config { communication, worker }, func).map_err(io::Error::other);
+    };
+    let sockets = connect(&addresses, process, connect_timeout, report)?;
+    let hooks = Hooks::default();
+    let (refill, spill) = (hooks.refill.clone(), hooks.spill.clone());
+    let local = if zerocopy {
+        ProcessBuilder::new_bytes_vector(threads, refill, spill)
+    } else {
+        ProcessBuilder::new_typed_vector(threads, refill, spill)
+    };
+    let (builders, guard) = initialize_networking_from_sockets(local, sockets, process, threads, hooks)?;
+    let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
+    timely::execute::execute_from(builders, Box::new(guard), worker, func).map_err(io::Error::other)
+}
+
+/// The sockets to every other process (`None` at `me`), by timely's handshake: listen on this
+/// process's address, dial the processes before it and send them this index (8 bytes, big
+/// endian), accept the processes after it and read theirs; all before `deadline`.
+fn connect(addresses: &[String], me: usize, timeout: Duration, report: bool) -> io::Result<Vec<Option<TcpStream>>> {
+    let deadline = Instant::now() + timeout;
+    let late = |what: String| io::Error::new(io::ErrorKind::TimedOut, format!("{what} within {timeout:?}"));
+    let mine = addresses.get(me).ok_or_else(|| io::Error::other(format!("no address for process {me}")))?;
+    // Listening first: the later processes' connections wait in the backlog while this one
+    // dials the earlier ones, so the order of starts does not matter.
+    let listeners = mine.split_whitespace().map(TcpListener::bind).collect::<io::Result<Vec<_>>>()?;
+    for listener in &listeners {
+        listener.set_nonblocking(true)?;
+    }
+    let mut sockets: Vec<Option<TcpStream>> = addresses.iter().map(|_| None).collect();
+    for (index, address) in addresses.iter().enumerate().take(me) {
+        let mut stream = loop {
+            match TcpStream::connect(address.as_str()) {
+                Ok(stream) => break stream,
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(late(format!("process {me} could not reach process {index} at {address} ({e})")));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
+        stream.set_nodelay(true)?;
+        stream.write_all(&(me as u64).to_be_bytes())?;
+        if report {
+            println!("process {me}: connected to process {index}");
+        }
+        sockets[index] = Some(stream);
+    }
+    while sockets.iter().skip(me + 1).any(Option::is_none) {
+        let mut accepted = false;
+        for listener in &listeners {
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    stream.set_nonblocking(false)?;
+                    stream.set_nodelay(true)?;
+                    let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+                    stream.set_read_timeout(Some(left))?;
+                    let mut index = [0; 8];
+                    stream.read_exact(&mut index)?;
+                    stream.set_read_timeout(None)?;
+                    let index = usize::try_from(u64::from_be_bytes(index)).unwrap_or(usize::MAX);
+                    match sockets.get_mut(index) {
+                        Some(slot @ None) if index > me => *slot = Some(stream),
+                        _ => {
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidData,
+                                format!("process {me}: a peer introduced itself as process {index}"),
+                            ));
+                        }
+                    }
+                    if report {
+                        println!("process {me}: connection from process {index}");
+                    }
+                    accepted = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !accepted {
+            if Instant::now() >= deadline {
+                let missing: Vec<usize> =
+                    (me + 1..addresses.len()).filter(|&i| sockets.get(i).is_some_and(Option::is_none)).collect();
+                return Err(late(format!("process {me} heard from no process {missing:?}")));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    Ok(sockets)
 }
