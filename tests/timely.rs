@@ -39,7 +39,7 @@ type Results = (BTreeMap<(u64, u64), Vec<u8>>, Vec<usize>);
 /// Item `g` of the stream: a third of the items on one hot key (which partial key grouping
 /// splits over two workers), the rest over 40 keys; values from a scramble of `g`.
 fn item(g: u64) -> Item {
-    let key = if g % 3 == 0 { 0 } else { g % 41 };
+    let key = if g.is_multiple_of(3) { 0 } else { g % 41 };
     (key, g.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) % 6_000)
 }
 

@@ -529,7 +529,7 @@ fn is_address(line: &str) -> bool {
     })
 }
 
-/// [`timely::execute`], but processes that cannot all connect within `connect_timeout` fail
+/// [`timely::execute()`], but processes that cannot all connect within `connect_timeout` fail
 /// with an [`io::Error`] of kind `TimedOut` instead of waiting forever (timely 0.32 retries a
 /// silent peer every second, without end). Threads and single processes run as
 /// `timely::execute` runs them; timely's own errors become `io::Error`s.
