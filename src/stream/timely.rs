@@ -152,6 +152,19 @@ use crate::core::{ConfigError, Error, Mergeable, Operator};
 use crate::hash::{Hashable, derived_index};
 
 /// The results of a sketching operator: one per completed timestamp (and key).
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::stream::timely::{SketchStream, Sketched};
+/// use timely::dataflow::operators::ToStream;
+///
+/// let proto = HyperLogLog::new(10)?;
+/// timely::example(move |scope| {
+///     let numbers = (0..10_u64).to_stream(scope).container::<Vec<_>>();
+///     let _sketched: Sketched<'_, u64, HyperLogLog> = numbers.sketch(&proto);
+/// });
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
 pub type Sketched<'scope, T, R> = Stream<'scope, T, Vec<Result<R, Error>>>;
 
 /// One worker's part of a time, on its way to the merging worker: the key (`()` for a global
@@ -168,7 +181,8 @@ type Part<K> = (K, u64, Vec<u8>);
 pub trait SketchStream<'scope, T: Timestamp, C: DrainContainer> {
     /// One synopsis per completed timestamp, over the items every worker saw at that time,
     /// emitted on worker 0 (the other workers emit nothing). Each worker folds its own items
-    /// into its own part of `proto` (which must be empty: it is only copied); only the parts'
+    /// into its own parts, [`empty_part`](Mergeable::empty_part)s of `proto` (whose
+    /// configuration alone counts, not what it saw); only the parts'
     /// encodings cross workers. A part that fails to decode or merge makes its time's
     /// result an `Err`.
     ///
