@@ -199,6 +199,49 @@ fn a_partitioner_for_another_number_of_workers_is_a_config_error() -> Result<(),
     Ok(())
 }
 
+/// The results worker 0 sees when worker 1 folds with `other` and worker 0 with `ours`.
+fn mixed<A, B>(ours: A, other: B) -> Result<Vec<Result<(), synopses::Error>>, Box<dyn Error>>
+where
+    A: Operator<u64> + Mergeable + Codec + Send + Sync + 'static,
+    B: Operator<u64> + Mergeable + Codec + Send + Sync + 'static,
+{
+    let guards = execute(timely::Config::process(2), Duration::from_secs(60), move |worker| {
+        let index = worker.index();
+        let found = Rc::new(RefCell::new(Vec::new()));
+        let sink = Rc::clone(&found);
+        let mut input = InputHandle::new();
+        let probe = worker.dataflow::<u64, _, _>(|scope| {
+            let items = scope.input_from(&mut input).container::<Vec<u64>>();
+            // The same dataflow shape on both workers, but two synopses: the bytes worker 0
+            // receives from worker 1 are not what it expects.
+            let results = if index == 0 {
+                items.sketch(&ours).map(|r| r.map(drop))
+            } else {
+                items.sketch(&other).map(|r| r.map(drop))
+            };
+            results.inspect(move |r| sink.borrow_mut().push(r.clone())).probe().0
+        });
+        (0..1000_u64).filter(|i| i % 2 == index as u64).for_each(|i| input.send(i));
+        drop(input);
+        worker.step_or_park_while(None, || !probe.done());
+        found.take()
+    })?;
+    let mut all = Vec::new();
+    for results in guards.join() {
+        all.extend(results?);
+    }
+    Ok(all)
+}
+
+#[test]
+fn parts_that_do_not_decode_or_merge_are_errors_not_panics() -> Result<(), Box<dyn Error>> {
+    let decode = mixed(hll(), count_min())?;
+    assert!(matches!(decode.as_slice(), [Err(synopses::Error::Decode(_))]), "{decode:?}");
+    let merge = mixed(hll(), HyperLogLog::new(14)?)?;
+    assert!(matches!(merge.as_slice(), [Err(synopses::Error::Merge(_))]), "{merge:?}");
+    Ok(())
+}
+
 fn args(list: &[&str]) -> Vec<String> {
     std::iter::once("test").chain(list.iter().copied()).map(String::from).collect()
 }
