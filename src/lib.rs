@@ -116,9 +116,9 @@
 //! * `serde`: `Serialize` / `Deserialize` for every synopsis, through the validating decoder.
 //! * `rayon`: [`core::OperatorExt::par_observe`] and [`stream::Partitioned::par_observe`],
 //!   parallel observation over rayon's pool.
-//! * `timely`: `stream::timely::partitioned`, a partitioned synopsis over the workers of a
-//!   [timely dataflow](https://docs.rs/timely) computation, in threads, processes or
-//!   machines (timely is pinned to 0.21.5).
+//! * `timely`: `stream::timely::{SketchStream, SketchByKey}`, synopses as operators of a
+//!   [timely dataflow](https://docs.rs/timely) computation (one result per completed
+//!   timestamp, per key if asked), in threads, processes or machines (timely pinned to 0.32.x).
 //!
 //! No feature is on by default. The crate needs `std` (for floating-point functions).
 //!

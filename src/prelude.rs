@@ -2,8 +2,8 @@
 //!
 //! Queries (`estimate`, `bounds`, `contains`, `sample`, ...) are inherent methods and need no
 //! import; the traits bring the generic conveniences (`empty_like`, `merge_all`,
-//! `observe_all` over any operator, `par_observe`), the codec for generic code, and the item
-//! hash.
+//! `observe_all` over any operator, `par_observe`), the codec for generic code, the item
+//! hash, and with the `timely` feature the sketching operators on timely streams.
 //!
 //! ```
 //! use synopses::cardinality::HyperLogLog;
@@ -20,3 +20,5 @@
 pub use crate::codec::Codec;
 pub use crate::core::{Mergeable, ObserveHash, Operator, OperatorExt};
 pub use crate::hash::Hashable;
+#[cfg(feature = "timely")]
+pub use crate::stream::timely::{SketchByKey, SketchStream};

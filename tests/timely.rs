@@ -1,61 +1,300 @@
-//! The partitioned synopses on timely dataflow (feature `timely`): two worker threads in one
-//! process, and two processes talking over 127.0.0.1, each give exactly the sketch of one
-//! sequential pass.
+//! The timely operators (feature `timely`): for every timestamp, the synopsis `sketch` emits
+//! and every per-key synopsis `sketch_by_key` emits under partial key grouping equal the
+//! sequential ones over that timestamp's items, with 1, 2 and 4 worker threads and with two
+//! processes talking over 127.0.0.1; and configuration errors are reported, not hung on.
 //!
 //! The two-process test starts this test binary twice more, running only
 //! `timely_process_child`, which does nothing unless the environment names its role.
 #![cfg(feature = "timely")]
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::error::Error;
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::process::{Child, Command};
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use synopses::cardinality::HyperLogLog;
+use synopses::codec::Codec;
+use synopses::core::{Mergeable, Operator};
+use synopses::frequency::CountMin;
 use synopses::stream::PartialKeyGrouping;
-use synopses::stream::timely::partitioned;
+use synopses::stream::timely::{SketchByKey, SketchStream, Sketched, config_from_args, execute};
+use timely::dataflow::InputHandle;
+use timely::dataflow::operators::vec::Map;
+use timely::dataflow::operators::{Input, Inspect, Probe};
 
-const ITEMS: u64 = 200_000;
-const PRECISION: u8 = 12;
+const EPOCHS: u64 = 5;
+/// An epoch with no items anywhere: it must produce nothing.
+const EMPTY_EPOCH: u64 = 2;
+const PER_EPOCH: u64 = 20_000;
+/// The key of `sketch`'s results in the common (time, key) form.
+const GLOBAL: u64 = u64::MAX;
 
-/// Worker `index` of `peers` reads every `peers`-th item of the input, starting at `index`.
-fn run(config: timely::Config) -> Result<Option<HyperLogLog>, Box<dyn Error>> {
-    let results = timely::execute(config, |worker| {
-        let (index, peers) = (worker.index() as u64, worker.peers() as u64);
-        let items = (index..ITEMS).step_by(peers as usize).map(|i| i % (ITEMS / 2));
-        let proto = HyperLogLog::new(PRECISION).expect("valid precision");
-        let partitioner = PartialKeyGrouping::new(worker.peers()).expect("at least one worker");
-        partitioned(worker, &proto, partitioner, items)
-    })?
-    .join();
-    let mut merged = None;
-    for result in results {
-        merged = merged.or(result??);
+type Item = (u64, u64);
+/// (time, key) → the encoded synopsis; and the workers that emitted a `sketch` result.
+type Results = (BTreeMap<(u64, u64), Vec<u8>>, Vec<usize>);
+
+/// Item `g` of the stream: a third of the items on one hot key (which partial key grouping
+/// splits over two workers), the rest over 40 keys; values from a scramble of `g`.
+fn item(g: u64) -> Item {
+    let key = if g.is_multiple_of(3) { 0 } else { g % 41 };
+    (key, g.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) % 6_000)
+}
+
+fn epoch_items(epoch: u64) -> impl Iterator<Item = u64> {
+    let count = if epoch == EMPTY_EPOCH { 0 } else { PER_EPOCH };
+    (0..count).map(move |i| epoch * PER_EPOCH + i)
+}
+
+/// Runs both operators over the stream, each worker reading the items `g` with
+/// `g % workers == index`, one timestamp per epoch; returns this process's results.
+fn run<O>(config: timely::Config, proto: O, by_key: bool) -> Result<Results, Box<dyn Error>>
+where
+    O: Operator<Item> + Mergeable + Codec + Send + Sync + 'static,
+{
+    let guards = execute(config, Duration::from_secs(60), move |worker| -> Result<Results, String> {
+        let (index, peers) = (worker.index(), worker.peers());
+        let found = Rc::new(RefCell::new((BTreeMap::new(), Vec::new())));
+        let sink = Rc::clone(&found);
+        let mut input = InputHandle::<u64, _>::new();
+        let probe = worker.dataflow::<u64, _, _>(|scope| -> Result<_, String> {
+            let items = scope.input_from(&mut input);
+            let results: Sketched<'_, u64, (u64, O)> = if by_key {
+                let grouping = PartialKeyGrouping::new(peers).map_err(|e| e.to_string())?;
+                items.sketch_by_key(&proto, grouping, |&(key, _): &Item| key).map_err(|e| e.to_string())?
+            } else {
+                items.sketch(&proto).map(|result| result.map(|synopsis| (GLOBAL, synopsis)))
+            };
+            let (probe, _) = results
+                .inspect_core(move |event| {
+                    let Ok((stamp, batch)) = event else { return };
+                    let mut found = sink.borrow_mut();
+                    for result in batch {
+                        let time = stamp.least().copied().unwrap_or(u64::MAX);
+                        match result {
+                            Ok((key, synopsis)) => {
+                                let fresh = found.0.insert((time, *key), synopsis.to_bytes()).is_none();
+                                assert!(fresh, "two results for time {time}, key {key}");
+                                if *key == GLOBAL {
+                                    found.1.push(index);
+                                }
+                            }
+                            Err(e) => panic!("a part failed at time {time}: {e}"),
+                        }
+                    }
+                })
+                .probe();
+            Ok(probe)
+        })?;
+        for epoch in 0..EPOCHS {
+            epoch_items(epoch).filter(|g| g % peers as u64 == index as u64).for_each(|g| input.send(item(g)));
+            input.advance_to(epoch + 1);
+            worker.step_while(|| probe.less_than(input.time()));
+        }
+        drop(input);
+        worker.step_or_park_while(None, || !probe.done());
+        Ok(found.take())
+    })?;
+    let mut all: Results = (BTreeMap::new(), Vec::new());
+    for result in guards.join() {
+        let (found, workers) = result??;
+        for (at, bytes) in found {
+            assert!(all.0.insert(at, bytes).is_none(), "two workers emitted time and key {at:?}");
+        }
+        all.1.extend(workers);
     }
-    Ok(merged)
+    Ok(all)
 }
 
-fn sequential() -> Result<HyperLogLog, Box<dyn Error>> {
-    let mut hll = HyperLogLog::new(PRECISION)?;
-    (0..ITEMS).for_each(|i| hll.observe(i % (ITEMS / 2)));
-    Ok(hll)
+/// The sequential answers: per (time, key), or per (time, `GLOBAL`).
+fn sequential<O: Operator<Item> + Mergeable>(proto: &O, by_key: bool) -> BTreeMap<(u64, u64), O> {
+    let mut out = BTreeMap::new();
+    for epoch in 0..EPOCHS {
+        for g in epoch_items(epoch) {
+            let (key, value) = item(g);
+            let at = (epoch, if by_key { key } else { GLOBAL });
+            out.entry(at).or_insert_with(|| proto.empty_like()).observe((key, value));
+        }
+    }
+    out
 }
 
-/// The sketch without its history: a self-merge keeps every register and ends the martingale
-/// of one stream, which a merge of two non-empty parts cannot keep.
-fn without_history(hll: &HyperLogLog) -> Result<HyperLogLog, Box<dyn Error>> {
-    let mut out = hll.clone();
-    out.merge(hll)?;
+/// A synopsis without its history: a self-merge keeps every register of a HyperLogLog and ends
+/// its single-stream martingale, which a merge of parts cannot keep. (For Count-Min it doubles
+/// every counter on both sides alike, so comparing through it is no weaker.)
+fn without_history<O: Mergeable + Clone>(s: &O) -> Result<O, Box<dyn Error>> {
+    let mut out = s.clone();
+    out.merge(s)?;
     Ok(out)
 }
 
+/// Checks the results of a run against the sequential pass, time by time (and key by key).
+fn check<O>(found: &Results, proto: &O, by_key: bool, exact: bool) -> Result<(), Box<dyn Error>>
+where
+    O: Operator<Item> + Mergeable + Codec + Clone + PartialEq + std::fmt::Debug,
+{
+    let expected = sequential(proto, by_key);
+    let keys: Vec<_> = found.0.keys().copied().collect();
+    assert_eq!(keys, expected.keys().copied().collect::<Vec<_>>(), "the (time, key) pairs emitted");
+    assert!(!keys.iter().any(|&(time, _)| time == EMPTY_EPOCH), "an empty time produced a result");
+    for (at, want) in &expected {
+        let got = O::from_bytes(&found.0[at])?;
+        if exact {
+            assert_eq!(&got, want, "at {at:?}");
+        } else {
+            assert_eq!(without_history(&got)?, without_history(want)?, "at {at:?}");
+        }
+    }
+    if !by_key {
+        assert!(found.1.iter().all(|&worker| worker == 0), "sketch's results come out on worker 0");
+    }
+    Ok(())
+}
+
+fn hll() -> HyperLogLog {
+    HyperLogLog::new(12).expect("a valid precision")
+}
+
+fn count_min() -> CountMin {
+    CountMin::new(512, 4).expect("a valid shape")
+}
+
 #[test]
-fn two_worker_threads_equal_one_pass() -> Result<(), Box<dyn Error>> {
-    let two = run(timely::Config::process(2))?.ok_or("no result")?;
-    assert_eq!(without_history(&two)?, without_history(&sequential()?)?);
-    // One worker merges its one part into the empty sketch, which keeps everything.
-    assert_eq!(run(timely::Config::thread())?, Some(sequential()?));
+fn sketch_equals_the_sequential_pass_at_every_time() -> Result<(), Box<dyn Error>> {
+    for workers in [1, 2, 4] {
+        let config = || if workers == 1 { timely::Config::thread() } else { timely::Config::process(workers) };
+        check(&run(config(), hll(), false)?, &hll(), false, false)?;
+        check(&run(config(), count_min(), false)?, &count_min(), false, true)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn sketch_by_key_under_partial_key_grouping_equals_the_sequential_pass() -> Result<(), Box<dyn Error>> {
+    for workers in [1, 2, 4] {
+        let config = || if workers == 1 { timely::Config::thread() } else { timely::Config::process(workers) };
+        check(&run(config(), hll(), true)?, &hll(), true, false)?;
+        check(&run(config(), count_min(), true)?, &count_min(), true, true)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_partitioner_for_another_number_of_workers_is_a_config_error() -> Result<(), Box<dyn Error>> {
+    let refused = timely::execute(timely::Config::process(2), |worker| {
+        let mut input = InputHandle::new();
+        worker.dataflow::<u64, _, _>(|scope| {
+            let grouping = PartialKeyGrouping::new(3).map_err(|e| e.to_string())?;
+            let items = scope.input_from(&mut input).container::<Vec<Item>>();
+            let outcome = items.sketch_by_key(&hll(), grouping, |&(key, _): &Item| key);
+            Ok::<_, String>(outcome.err().map(|e| e.parameter()))
+        })
+    })?
+    .join();
+    for result in refused {
+        assert_eq!(result??, Some("partitioner workers"));
+    }
+    Ok(())
+}
+
+/// The results worker 0 sees when worker 1 folds with `other` and worker 0 with `ours`.
+fn mixed<A, B>(ours: A, other: B) -> Result<Vec<Result<(), synopses::Error>>, Box<dyn Error>>
+where
+    A: Operator<u64> + Mergeable + Codec + Send + Sync + 'static,
+    B: Operator<u64> + Mergeable + Codec + Send + Sync + 'static,
+{
+    let guards = execute(timely::Config::process(2), Duration::from_secs(60), move |worker| {
+        let index = worker.index();
+        let found = Rc::new(RefCell::new(Vec::new()));
+        let sink = Rc::clone(&found);
+        let mut input = InputHandle::new();
+        let probe = worker.dataflow::<u64, _, _>(|scope| {
+            let items = scope.input_from(&mut input).container::<Vec<u64>>();
+            // The same dataflow shape on both workers, but two synopses: the bytes worker 0
+            // receives from worker 1 are not what it expects.
+            let results = if index == 0 {
+                items.sketch(&ours).map(|r| r.map(drop))
+            } else {
+                items.sketch(&other).map(|r| r.map(drop))
+            };
+            results.inspect(move |r| sink.borrow_mut().push(r.clone())).probe().0
+        });
+        (0..1000_u64).filter(|i| i % 2 == index as u64).for_each(|i| input.send(i));
+        drop(input);
+        worker.step_or_park_while(None, || !probe.done());
+        found.take()
+    })?;
+    let mut all = Vec::new();
+    for results in guards.join() {
+        all.extend(results?);
+    }
+    Ok(all)
+}
+
+#[test]
+fn parts_that_do_not_decode_or_merge_are_errors_not_panics() -> Result<(), Box<dyn Error>> {
+    let decode = mixed(hll(), count_min())?;
+    assert!(matches!(decode.as_slice(), [Err(synopses::Error::Decode(_))]), "{decode:?}");
+    let merge = mixed(hll(), HyperLogLog::new(14)?)?;
+    assert!(matches!(merge.as_slice(), [Err(synopses::Error::Merge(_))]), "{merge:?}");
+    Ok(())
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    std::iter::once("test").chain(list.iter().copied()).map(String::from).collect()
+}
+
+#[test]
+fn bad_process_options_and_host_files_fail_before_connecting() -> Result<(), Box<dyn Error>> {
+    let dir = std::env::temp_dir().join(format!("synopses-timely-hosts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let write = |name: &str, text: &str| -> Result<String, Box<dyn Error>> {
+        let path = dir.join(name);
+        std::fs::write(&path, text)?;
+        Ok(path.to_str().ok_or("a UTF-8 path")?.to_string())
+    };
+    let two = write("two.txt", "127.0.0.1:2101\n127.0.0.1:2102\n")?;
+    let one = write("one.txt", "127.0.0.1:2101\n")?;
+    let three = write("three.txt", "127.0.0.1:2101\n127.0.0.1:2102\n127.0.0.1:2103\n")?;
+    let no_port = write("no_port.txt", "127.0.0.1\n127.0.0.1:2102\n")?;
+    let missing = dir.join("missing.txt").to_str().ok_or("a UTF-8 path")?.to_string();
+
+    assert!(config_from_args(args(&["-n", "2", "-p", "0", "-h", &two])).is_ok());
+    assert!(config_from_args(args(&["-w", "4"])).is_ok());
+    for (list, option) in [
+        (vec!["-n", "2", "-p", "0", "-h", &one], "-h"),
+        (vec!["-n", "2", "-p", "0", "-h", &three], "-h"),
+        (vec!["-n", "2", "-p", "0", "-h", &no_port], "-h"),
+        (vec!["-n", "2", "-p", "0", "-h", &missing], "-h"),
+        (vec!["-n", "2", "-p", "2", "-h", &two], "-p"),
+        (vec!["-n", "0"], "-n"),
+        (vec!["-w", "0"], "-w"),
+        (vec!["-w", "two"], "-w"),
+        (vec!["--items", "5"], "timely options"),
+    ] {
+        let err = config_from_args(args(&list)).err().ok_or(format!("{list:?} accepted"))?;
+        assert_eq!(err.parameter(), option, "{list:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+#[test]
+fn a_peer_that_never_starts_is_a_timeout_not_a_hang() -> Result<(), Box<dyn Error>> {
+    let hosts = std::env::temp_dir().join(format!("synopses-timely-lonely-{}.txt", std::process::id()));
+    std::fs::write(&hosts, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port()?, free_port()?))?;
+    let hosts_arg = hosts.to_str().ok_or("a UTF-8 path")?;
+    // Process 1 dials process 0, process 0 waits for process 1: neither peer exists.
+    for process in ["0", "1"] {
+        let config = config_from_args(args(&["-n", "2", "-p", process, "-h", hosts_arg]))?;
+        let started = Instant::now();
+        let outcome = execute(config, Duration::from_millis(500), |worker| worker.index());
+        assert_eq!(outcome.err().map(|e| e.kind()), Some(std::io::ErrorKind::TimedOut), "process {process}");
+        assert!(started.elapsed() < Duration::from_secs(10), "process {process} gave up late");
+    }
+    std::fs::remove_file(&hosts)?;
     Ok(())
 }
 
@@ -80,14 +319,50 @@ fn wait(mut child: Child, deadline: Instant) -> Result<bool, Box<dyn Error>> {
     }
 }
 
+/// The results a child process wrote: (time, key, encoding) records, little-endian lengths.
+fn read_results(bytes: &[u8]) -> Result<Results, Box<dyn Error>> {
+    let mut found = (BTreeMap::new(), Vec::new());
+    let mut rest = bytes;
+    let mut take = |n: usize| -> Result<&[u8], Box<dyn Error>> {
+        let (head, tail) = rest.split_at_checked(n).ok_or("a truncated results file")?;
+        rest = tail;
+        Ok(head)
+    };
+    let word = |b: &[u8]| -> Result<u64, Box<dyn Error>> { Ok(u64::from_le_bytes(b.try_into()?)) };
+    let count = word(take(8)?)?;
+    for _ in 0..count {
+        let (time, key, len) = (word(take(8)?)?, word(take(8)?)?, word(take(8)?)?);
+        found.0.insert((time, key), take(usize::try_from(len)?)?.to_vec());
+    }
+    let workers = word(take(8)?)?;
+    for _ in 0..workers {
+        found.1.push(usize::try_from(word(take(8)?)?)?);
+    }
+    Ok(found)
+}
+
+fn write_results(found: &Results) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend((found.0.len() as u64).to_le_bytes());
+    for (&(time, key), bytes) in &found.0 {
+        for word in [time, key, bytes.len() as u64] {
+            out.extend(word.to_le_bytes());
+        }
+        out.extend(bytes);
+    }
+    out.extend((found.1.len() as u64).to_le_bytes());
+    for &worker in &found.1 {
+        out.extend((worker as u64).to_le_bytes());
+    }
+    out
+}
+
 #[test]
-fn two_processes_equal_one_pass() -> Result<(), Box<dyn Error>> {
+fn two_processes_equal_the_sequential_pass() -> Result<(), Box<dyn Error>> {
     let dir = std::env::temp_dir().join(format!("synopses-timely-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let hosts = dir.join("hosts.txt");
     std::fs::write(&hosts, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port()?, free_port()?))?;
-    let out = dir.join("merged.bin");
-    let _ = std::fs::remove_file(&out);
     let exe = std::env::current_exe()?;
     let children: Vec<Child> = (0..2)
         .map(|process| {
@@ -95,7 +370,7 @@ fn two_processes_equal_one_pass() -> Result<(), Box<dyn Error>> {
                 .args(["--exact", "timely_process_child", "--nocapture", "--test-threads", "1"])
                 .env("SYNOPSES_TIMELY_PROCESS", process.to_string())
                 .env("SYNOPSES_TIMELY_HOSTS", &hosts)
-                .env("SYNOPSES_TIMELY_OUT", &out)
+                .env("SYNOPSES_TIMELY_OUT", &dir)
                 .spawn()
         })
         .collect::<Result<_, _>>()?;
@@ -105,13 +380,23 @@ fn two_processes_equal_one_pass() -> Result<(), Box<dyn Error>> {
         ok &= wait(child, deadline)?;
     }
     assert!(ok, "a timely process failed or ran out of time");
-    let merged = HyperLogLog::from_bytes(&std::fs::read(&out)?)?;
-    assert_eq!(without_history(&merged)?, without_history(&sequential()?)?);
+    for (name, by_key) in [("sketch", false), ("by_key", true)] {
+        let mut all: Results = (BTreeMap::new(), Vec::new());
+        for process in 0..2 {
+            let (found, workers) = read_results(&std::fs::read(dir.join(format!("{name}-{process}.bin")))?)?;
+            for (at, bytes) in found {
+                assert!(all.0.insert(at, bytes).is_none(), "two processes emitted {at:?}");
+            }
+            all.1.extend(workers);
+        }
+        check(&all, &hll(), by_key, false)?;
+    }
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
-/// One process of `two_processes_equal_one_pass`; a no-op unless the environment says which.
+/// One process of `two_processes_equal_the_sequential_pass`; a no-op unless the environment
+/// says which.
 #[test]
 fn timely_process_child() -> Result<(), Box<dyn Error>> {
     let (Ok(process), Ok(hosts), Ok(out)) = (
@@ -121,10 +406,10 @@ fn timely_process_child() -> Result<(), Box<dyn Error>> {
     ) else {
         return Ok(());
     };
-    let args = ["-n", "2", "-p", process.as_str(), "-h", hosts.as_str()].map(String::from);
-    let config = timely::Config::from_args(args.into_iter())?;
-    if let Some(merged) = run(config)? {
-        std::fs::write(PathBuf::from(out), merged.to_bytes())?;
+    let config = || config_from_args(args(&["-n", "2", "-p", process.as_str(), "-h", hosts.as_str()]));
+    for (name, by_key) in [("sketch", false), ("by_key", true)] {
+        let found = run(config()?, hll(), by_key)?;
+        std::fs::write(std::path::Path::new(&out).join(format!("{name}-{process}.bin")), write_results(&found))?;
     }
     Ok(())
 }

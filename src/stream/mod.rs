@@ -68,15 +68,18 @@
 //!
 //! # Several processes or machines: timely dataflow
 //!
-//! With the `timely` feature, `stream::timely::partitioned` runs the same partitioned
-//! synopsis over the workers of a [timely dataflow](https://docs.rs/timely) computation:
-//! items are exchanged between workers by the partitioner (each sending worker routes with
-//! its own loads, as partial key grouping intends), each worker observes its items into its
-//! part, and the parts travel as their [encodings](crate::codec::Codec) to worker 0 and
-//! merge. Threads, processes and machines are timely's `-w`, `-n`, `-p` and `-h` flags
-//! (`examples/timely.rs`); `tests/timely.rs` checks that two threads and two processes on
-//! 127.0.0.1 give exactly the sequential sketch's registers (without its one-stream
-//! martingale, which no merge keeps).
+//! With the `timely` feature, [`SketchStream`](timely::SketchStream) and
+//! [`SketchByKey`](timely::SketchByKey) make any synopsis an operator inside a
+//! [timely dataflow](https://docs.rs/timely) computation: `sketch` gives one synopsis per
+//! completed timestamp, `sketch_by_key` one per key per timestamp, with items
+//! routed by these partitioners (partial key grouping included: the two halves of a hot key
+//! merge downstream). Each worker folds its own items; when timely's progress tracking says a
+//! time is complete, only the parts' [encodings](crate::codec::Codec) cross workers, and
+//! per-time state is dropped, so memory does not grow with the stream. Threads, processes and
+//! machines are timely's `-w`, `-n`, `-p` and `-h` flags, read and checked by
+//! [`config_from_args`](timely::config_from_args) (`examples/timely.rs`); `tests/timely.rs`
+//! checks every time's result against a sequential pass, with 1, 2 and 4 threads and 2
+//! processes on 127.0.0.1.
 //!
 //! # Limits and adversaries
 //!
