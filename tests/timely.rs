@@ -413,3 +413,157 @@ fn timely_process_child() -> Result<(), Box<dyn Error>> {
     }
     Ok(())
 }
+
+/// The windows of `sketch` over 1, 2 and 4 worker threads equal those of a sequential
+/// [`TimeWindow`] fed every item at its epoch: the same windows, each with the same synopsis
+/// (an empty epoch in the middle included).
+#[test]
+fn windows_equal_the_sequential_windows() -> Result<(), Box<dyn Error>> {
+    use synopses::stream::timely::SketchWindows;
+    use synopses::stream::{TimeWindow, Window};
+
+    let shape = Window::sliding(3, 1)?;
+    let mut sequential = TimeWindow::new(&count_min(), shape, 0)?;
+    for epoch in 0..EPOCHS {
+        for g in epoch_items(epoch) {
+            sequential.observe_at(epoch, item(g)).map_err(|_| "late")?;
+        }
+    }
+    let expected: Vec<(u64, u64, CountMin)> =
+        sequential.advance_to(u64::MAX)?.into_iter().map(|w| (w.start, w.end, w.synopsis)).collect();
+    assert!(expected.len() > EPOCHS as usize - 1);
+
+    for workers in [1, 2, 4] {
+        let config = if workers == 1 { timely::Config::thread() } else { timely::Config::process(workers) };
+        let guards = execute(config, Duration::from_secs(60), move |worker| -> Result<Vec<_>, String> {
+            let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+            let found = Rc::new(RefCell::new(Vec::new()));
+            let sink = Rc::clone(&found);
+            let mut input = InputHandle::<u64, _>::new();
+            worker.dataflow::<u64, _, _>(|scope| -> Result<(), String> {
+                let sketched = scope.input_from(&mut input).container::<Vec<Item>>().sketch(&count_min());
+                let windows = sketched.windows(&count_min(), shape).map_err(|e| e.to_string())?;
+                windows.inspect(move |w| sink.borrow_mut().push(w.clone()));
+                Ok(())
+            })?;
+            for epoch in 0..EPOCHS {
+                epoch_items(epoch).filter(|g| g % peers == index).for_each(|g| input.send(item(g)));
+                input.advance_to(epoch + 1);
+                worker.step();
+            }
+            drop(input);
+            while worker.step() {}
+            found
+                .take()
+                .into_iter()
+                .map(|w| w.map(|w| (w.start, w.end, w.synopsis)).map_err(|e| e.to_string()))
+                .collect()
+        })?;
+        let mut found = Vec::new();
+        for windows in guards.join() {
+            found.extend(windows??);
+        }
+        assert_eq!(found, expected, "{workers} workers");
+    }
+    Ok(())
+}
+
+/// A computation that crashes half way through epoch 4 (its workers drop everything, the
+/// epoch incomplete), restarted from its last checkpoint, ends with the running total of an
+/// uninterrupted run: the checkpoint is taken at a completed time, where every worker has fed
+/// exactly the epochs before it, and the input is replayed from there.
+#[test]
+fn a_crashed_computation_restored_from_its_checkpoint_finishes_with_the_uninterrupted_answer()
+-> Result<(), Box<dyn Error>> {
+    use synopses::stream::Checkpoints;
+
+    /// Epochs `from..to` on 2 workers, the running total on worker 0 checkpointed after each.
+    fn run_epochs(
+        store: &Checkpoints,
+        from: u64,
+        to: u64,
+        total: HyperLogLog,
+        crash_in: Option<u64>,
+    ) -> Result<HyperLogLog, Box<dyn Error>> {
+        let store = store.clone();
+        let guards = execute(timely::Config::process(2), Duration::from_secs(60), move |worker| {
+            let (index, peers) = (worker.index() as u64, worker.peers() as u64);
+            let total = Rc::new(RefCell::new(total.clone()));
+            let sink = Rc::clone(&total);
+            let failed = Rc::new(RefCell::new(None::<String>));
+            let report = Rc::clone(&failed);
+            let store = store.clone();
+            // After a crash nothing more reaches the disk (timely, given back the worker, still
+            // drains the dataflow, closing the input: a crashed process would not).
+            let dead = Rc::new(std::cell::Cell::new(false));
+            let dead_here = Rc::clone(&dead);
+            let mut input = InputHandle::<u64, _>::new();
+            let probe = worker.dataflow::<u64, _, _>(|scope| {
+                let (probe, _) = scope
+                    .input_from(&mut input)
+                    .container::<Vec<u64>>()
+                    .sketch(&hll())
+                    .inspect_core(move |event| {
+                        let Ok((stamp, batch)) = event else { return };
+                        let epoch = stamp.least().copied().unwrap_or(u64::MAX);
+                        // The synopsis of a completed epoch: merge it, and checkpoint the total
+                        // as of the end of the epoch (resume from `epoch + 1`).
+                        for result in batch.iter().filter(|_| !dead_here.get()) {
+                            let step = result
+                                .as_ref()
+                                .map_err(|e| e.to_string())
+                                .and_then(|part| sink.borrow_mut().merge(part).map_err(|e| e.to_string()))
+                                .and_then(|()| store.save(epoch + 1, &*sink.borrow()).map_err(|e| e.to_string()));
+                            if let Err(e) = step {
+                                *report.borrow_mut() = Some(e);
+                            }
+                        }
+                    })
+                    .probe();
+                probe
+            });
+            input.advance_to(from);
+            for epoch in from..to {
+                let mine = epoch_items(epoch).filter(|g| g % peers == index);
+                if crash_in == Some(epoch) {
+                    mine.take(PER_EPOCH as usize / 4).for_each(|g| input.send(item(g).1));
+                    worker.step();
+                    dead.set(true);
+                    return Err("crashed".to_string());
+                }
+                mine.for_each(|g| input.send(item(g).1));
+                input.advance_to(epoch + 1);
+                worker.step_while(|| probe.less_than(input.time()));
+            }
+            drop(input);
+            while worker.step() {}
+            match failed.take() {
+                Some(e) => Err(e),
+                None => Ok(total.replace(hll())),
+            }
+        })?;
+        let mut merged = None;
+        for result in guards.join() {
+            let total = result??;
+            // Only worker 0 received anything.
+            if merged.is_none() || total != hll() {
+                merged = Some(total);
+            }
+        }
+        Ok(merged.ok_or("no worker")?)
+    }
+
+    let dir = std::env::temp_dir().join(format!("synopses-timely-checkpoints-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let uninterrupted = run_epochs(&Checkpoints::open(dir.join("whole"))?, 0, EPOCHS, hll(), None)?;
+
+    let store = Checkpoints::open(dir.join("crashed"))?;
+    assert!(run_epochs(&store, 0, EPOCHS, hll(), Some(4)).is_err());
+    let restored = store.latest::<HyperLogLog>()?.ok_or("no checkpoint")?;
+    assert_eq!(restored.epoch, 4);
+    let finished = run_epochs(&store, restored.epoch, EPOCHS, restored.state, None)?;
+    assert_eq!(finished, uninterrupted);
+    assert_eq!(finished.to_bytes(), uninterrupted.to_bytes());
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
