@@ -24,12 +24,31 @@
 //! Bad options (a host file without exactly `-n` addresses, `-p` not below `-n`) fail at once
 //! with a message; processes that have not all connected within 30 s give up with a message
 //! naming the missing one; a process that dies makes the others fail: restart them all.
+//!
+//! # Checkpoints, a crash and a restart
+//!
+//! With `--checkpoints DIR`, worker 0 saves the running total after every completed epoch
+//! (`stream::Checkpoints`: one directory per checkpoint, written atomically), and every
+//! process starts from the newest intact checkpoint in `DIR`, replaying the views from the
+//! epoch after it. `--pause-ms N` makes each worker wait N ms per epoch, a slow source.
+//!
+//! ```text
+//! cargo run --release --features timely --example timely -- --kill-demo
+//! ```
+//!
+//! runs the whole story on 127.0.0.1: it starts this example as two processes with
+//! checkpoints, kills process 1 (SIGKILL) once a few epochs are checkpointed, sees process 0
+//! fail, restarts both, and they finish from the last checkpoint with the total of one
+//! sequential pass over all the views.
 
 use std::cell::RefCell;
 use std::error::Error;
+use std::process::{Child, Command};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use synopses::cardinality::HyperLogLog;
+use synopses::stream::Checkpoints;
 use synopses::stream::timely::{SketchStream, config_from_args, execute};
 use timely::dataflow::InputHandle;
 use timely::dataflow::operators::{Input, Inspect, Probe};
@@ -46,10 +65,14 @@ fn user(view: u64) -> u64 {
 }
 
 /// The stream's shape, the same on every worker.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Shape {
     items: u64,
     per_worker_epoch: u64,
+    /// Where worker 0 checkpoints the running total after each epoch, if anywhere.
+    checkpoints: Option<Checkpoints>,
+    /// A pause per epoch on every worker: a slow source.
+    pause: Duration,
 }
 
 impl Shape {
@@ -67,29 +90,40 @@ impl Shape {
 /// workers' copies stay empty.) Everything a restart from epoch `to` needs besides the input.
 struct Running {
     total: HyperLogLog,
-    per_epoch: Vec<f64>,
+    per_epoch: Vec<(u64, f64)>,
 }
 
 /// Runs epochs `from..to` on this worker and returns the running state, extended by them.
-fn run_epochs(worker: &mut Worker, shape: Shape, from: u64, to: u64, running: Running) -> Result<Running, String> {
+fn run_epochs(worker: &mut Worker, shape: &Shape, from: u64, to: u64, running: Running) -> Result<Running, String> {
     let (index, peers) = (worker.index() as u64, worker.peers() as u64);
     let proto = HyperLogLog::new(PRECISION).map_err(|e| e.to_string())?;
     let state = Rc::new(RefCell::new((running, None::<String>)));
     let sink = Rc::clone(&state);
+    let store = shape.checkpoints.clone();
     let mut input = InputHandle::new();
     let probe = worker.dataflow::<u64, _, _>(|scope| {
         let (probe, _) = scope
             .input_from(&mut input)
             .container::<Vec<u64>>()
             .sketch(&proto)
-            .inspect(move |result| {
+            .inspect_core(move |event| {
+                let Ok((stamp, results)) = event else { return };
+                let epoch = stamp.least().copied().unwrap_or(u64::MAX);
                 let (running, failure) = &mut *sink.borrow_mut();
-                let merged = result.as_ref().map_err(ToString::to_string).and_then(|epoch| {
-                    running.per_epoch.push(epoch.estimate());
-                    running.total.merge(epoch).map_err(|e| e.to_string())
-                });
-                if let Err(e) = merged {
-                    failure.get_or_insert(e);
+                for result in results {
+                    let merged = result.as_ref().map_err(ToString::to_string).and_then(|sketch| {
+                        running.per_epoch.push((epoch, sketch.estimate()));
+                        running.total.merge(sketch).map_err(|e| e.to_string())
+                    });
+                    // The epoch is complete on every worker: the total as of its end is a
+                    // consistent state to resume from, at the next epoch.
+                    let saved = merged.and_then(|()| match &store {
+                        Some(store) => store.save(epoch + 1, &running.total).map_err(|e| e.to_string()),
+                        None => Ok(()),
+                    });
+                    if let Err(e) = saved {
+                        failure.get_or_insert(e);
+                    }
                 }
             })
             .probe();
@@ -100,6 +134,7 @@ fn run_epochs(worker: &mut Worker, shape: Shape, from: u64, to: u64, running: Ru
         let start = epoch * shape.epoch_len(peers);
         let end = (start + shape.epoch_len(peers)).min(shape.items);
         (start + index..end).step_by(peers as usize).for_each(|view| input.send(user(view)));
+        std::thread::sleep(shape.pause);
         input.advance_to(epoch + 1);
         worker.step_or_park_while(None, || probe.less_than(input.time()));
     }
@@ -121,22 +156,31 @@ fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// Takes this example's own options (`--items N`, `--epoch N`) out of the arguments.
-fn own_options(args: Vec<String>) -> Result<(Shape, Vec<String>), Box<dyn Error>> {
-    let mut shape = Shape { items: 1_000_000, per_worker_epoch: 100_000 };
+/// Takes this example's own options (`--items N`, `--epoch N`, `--checkpoints DIR`,
+/// `--pause-ms N`, `--kill-demo`) out of the arguments.
+fn own_options(args: Vec<String>) -> Result<(Shape, bool, Vec<String>), Box<dyn Error>> {
+    let mut shape = Shape { items: 1_000_000, per_worker_epoch: 100_000, checkpoints: None, pause: Duration::ZERO };
+    let mut kill_demo = false;
     let mut rest = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--items" => shape.items = args.next().ok_or("--items needs a number")?.parse()?,
             "--epoch" => shape.per_worker_epoch = args.next().ok_or("--epoch needs a number")?.parse()?,
+            "--checkpoints" => {
+                shape.checkpoints = Some(Checkpoints::open(args.next().ok_or("--checkpoints needs a directory")?)?);
+            }
+            "--pause-ms" => {
+                shape.pause = Duration::from_millis(args.next().ok_or("--pause-ms needs a number")?.parse()?);
+            }
+            "--kill-demo" => kill_demo = true,
             _ => rest.push(arg),
         }
     }
     if shape.per_worker_epoch == 0 {
         return Err("--epoch must be at least 1".into());
     }
-    Ok((shape, rest))
+    Ok((shape, kill_demo, rest))
 }
 
 fn main() {
@@ -147,15 +191,35 @@ fn main() {
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
-    let (shape, timely_args) = own_options(std::env::args().collect())?;
+    let (shape, kill_demo, timely_args) = own_options(std::env::args().collect())?;
+    if kill_demo {
+        return self::kill_demo();
+    }
     let config = config_from_args(timely_args)?;
-    let started = std::time::Instant::now();
+    // Every process reads the same directory before any epoch runs (no epoch can complete
+    // before all processes have connected), so all resume from the same epoch.
+    let restored = match &shape.checkpoints {
+        Some(store) => store.latest::<HyperLogLog>()?,
+        None => None,
+    };
+    if let Some(restored) = &restored {
+        for (epoch, why) in &restored.skipped {
+            eprintln!("checkpoint {epoch} skipped: {why}");
+        }
+        println!("Resuming from the checkpoint of epoch {}.", restored.epoch);
+    }
+    let (from, total) = match restored {
+        Some(restored) => (restored.epoch, restored.state),
+        None => (0, HyperLogLog::new(PRECISION)?),
+    };
+    let started = Instant::now();
+    let run_shape = shape.clone();
     let results = execute(config, CONNECT_TIMEOUT, move |worker| {
         let peers = worker.peers() as u64;
-        let empty = HyperLogLog::new(PRECISION).map_err(|e| e.to_string())?;
-        let running = Running { total: empty, per_epoch: Vec::new() };
-        let epochs = shape.epochs(peers);
-        run_epochs(worker, shape, 0, epochs, running).map(|running| (worker.index(), peers, running))
+        let running = Running { total: total.clone(), per_epoch: Vec::new() };
+        let epochs = run_shape.epochs(peers);
+        run_epochs(worker, &run_shape, from.min(epochs), epochs, running)
+            .map(|running| (worker.index(), peers, running))
     })?
     .join();
     let elapsed = started.elapsed();
@@ -167,11 +231,11 @@ fn run() -> Result<(), Box<dyn Error>> {
         println!(
             "{peers} timely workers, {} views in {} epochs of {} views per worker.",
             shape.items,
-            running.per_epoch.len(),
+            shape.epochs(peers),
             shape.per_worker_epoch
         );
         let step = running.per_epoch.len().div_ceil(8).max(1);
-        for (epoch, estimate) in running.per_epoch.iter().enumerate().step_by(step) {
+        for (epoch, estimate) in running.per_epoch.iter().step_by(step) {
             println!("  epoch {epoch:>4}: {estimate:>9.0} distinct users");
         }
         let mut single = HyperLogLog::new(PRECISION)?;
@@ -199,4 +263,67 @@ fn run() -> Result<(), Box<dyn Error>> {
         peak_rss_mb().map_or("unknown".to_string(), |mb| format!("{mb:.1} MB"))
     );
     Ok(())
+}
+
+/// Starts this example as two processes on 127.0.0.1 with checkpoints and a slow source, kills
+/// process 1 once a few epochs are checkpointed, waits for process 0 to fail, restarts both, and
+/// checks that they finish, from the last checkpoint, with the answer of one sequential pass.
+fn kill_demo() -> Result<(), Box<dyn Error>> {
+    let dir = std::env::temp_dir().join(format!("synopses-kill-demo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let hosts = dir.join("hosts.txt");
+    let port = || -> std::io::Result<u16> { Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port()) };
+    std::fs::write(&hosts, format!("127.0.0.1:{}\n127.0.0.1:{}\n", port()?, port()?))?;
+    let checkpoints = dir.join("checkpoints");
+    let store = Checkpoints::open(&checkpoints)?;
+    let start = |process: usize| -> std::io::Result<Child> {
+        Command::new(std::env::current_exe()?)
+            .args(["-n", "2", "-p", &process.to_string(), "-h"])
+            .arg(&hosts)
+            .args(["--items", "4000000", "--epoch", "100000", "--pause-ms", "40", "--checkpoints"])
+            .arg(&checkpoints)
+            // (The survivor's panic when its peer dies is expected; its backtrace is noise.)
+            .env("RUST_BACKTRACE", "0")
+            .spawn()
+    };
+
+    println!("Starting two processes, 20 epochs of 200 000 views each, a checkpoint after every epoch.");
+    let mut first = [start(0)?, start(1)?];
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while store.epochs()?.last().is_none_or(|&e| e < 5) {
+        if Instant::now() > deadline || first[0].try_wait()?.is_some() {
+            return Err("the processes ended before the kill".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    first[1].kill()?;
+    let killed_at = store.epochs()?.last().copied().unwrap_or(0);
+    println!("Killed process 1 (SIGKILL) with epochs 0..{killed_at} checkpointed.");
+    let status = wait(&mut first[0], deadline)?;
+    first[1].wait()?;
+    println!("Process 0 failed, as it must without its peer ({status}). Restarting both.");
+
+    let mut second = [start(0)?, start(1)?];
+    let statuses = [wait(&mut second[0], deadline)?, wait(&mut second[1], deadline)?];
+    if statuses.iter().any(|s| !s.success()) {
+        return Err(format!("the restarted processes failed: {statuses:?}").into());
+    }
+    println!("Both finished from the checkpoint; process 0 checked its total against one sequential pass.");
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+/// Waits for `child` until `deadline`, then kills it.
+fn wait(child: &mut Child, deadline: Instant) -> Result<std::process::ExitStatus, Box<dyn Error>> {
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if Instant::now() > deadline {
+            child.kill()?;
+            return Err("a process ran out of time".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
