@@ -78,6 +78,47 @@
 //! # Ok::<(), synopses::Error>(())
 //! ```
 //!
+//! # Streams over time
+//!
+//! A stream's answers change as it flows, and a long-running job must survive failures:
+//!
+//! * **Windows** ([`stream::CountWindow`], [`stream::TimeWindow`]): any mergeable synopsis over
+//!   the last N items, or the last hour of event time with a watermark and an allowed
+//!   lateness (late items are handed back and counted, never lost). One synopsis per pane of
+//!   one slide; a window's answer merges its panes through a two-stacks aggregator
+//!   ([`stream::SlidingPanes`]), O(1) merges per slide, with the error of one synopsis over
+//!   the window's items.
+//! * **Checkpoints** ([`stream::Checkpoints`]): a whole operator (a synopsis, a window with all
+//!   its panes, a [`stream::Partitioned`] with its parts and partitioner) written to a
+//!   directory atomically at a consistent point, and the newest intact one restored after a
+//!   crash; restore-and-continue gives the uninterrupted run's state, bit for bit.
+//! * **Engines**: with the `timely` feature, synopses are operators of a timely dataflow:
+//!   each worker folds its own items and only synopsis bytes cross workers, with one answer
+//!   per completed timestamp, per key, or per window.
+//!
+//! ```
+//! use synopses::cardinality::HyperLogLog;
+//! use synopses::stream::{Checkpoints, CountWindow, Window};
+//!
+//! // Distinct users among the last 10 000 views, every 1 000 views.
+//! let mut recent = CountWindow::new(&HyperLogLog::new(12)?, Window::sliding(10_000, 1_000)?)?;
+//! recent.observe_all((0..25_000_u64).map(|view| view % 7_000));
+//! let dir = std::env::temp_dir().join(format!("synopses-guide-{}", std::process::id()));
+//! let store = Checkpoints::open(&dir)?;
+//! store.save(25_000, &recent)?; // the position to replay the views from
+//!
+//! // After a crash: restore, replay from the saved position, and go on.
+//! let restored = store.latest::<CountWindow<HyperLogLog>>()?.ok_or("no checkpoint")?;
+//! let mut resumed = restored.state;
+//! resumed.observe_all((restored.epoch..30_000).map(|view| view % 7_000));
+//! recent.observe_all((25_000..30_000_u64).map(|view| view % 7_000));
+//! assert_eq!(resumed, recent);
+//! // The 10 000 views hold all 7 000 users: within 3σ of a merged sketch, 3 · 1.04/√4096.
+//! assert!((resumed.window()?.estimate() / 7_000.0 - 1.0).abs() < 3.0 * 1.04 / 64.0);
+//! std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Determinism and hashing
 //!
 //! Items are hashed with seeded xxh3-64 over a canonical little-endian encoding
@@ -116,9 +157,10 @@
 //! * `serde`: `Serialize` / `Deserialize` for every synopsis, through the validating decoder.
 //! * `rayon`: [`core::OperatorExt::par_observe`] and [`stream::Partitioned::par_observe`],
 //!   parallel observation over rayon's pool.
-//! * `timely`: `stream::timely::{SketchStream, SketchByKey}`, synopses as operators of a
-//!   [timely dataflow](https://docs.rs/timely) computation (one result per completed
-//!   timestamp, per key if asked), in threads, processes or machines (timely pinned to 0.32.x).
+//! * `timely`: `stream::timely::{SketchStream, SketchByKey, SketchWindows}`, synopses as
+//!   operators of a [timely dataflow](https://docs.rs/timely) computation (one result per
+//!   completed timestamp, per key or per window if asked), in threads, processes or machines
+//!   (timely pinned to 0.32.x).
 //!
 //! No feature is on by default. The crate needs `std` (for floating-point functions).
 //!
