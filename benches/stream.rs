@@ -27,7 +27,7 @@ use criterion::{
     BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main, measurement::WallTime,
 };
 use synopses::cardinality::HyperLogLog;
-use synopses::core::{Mergeable, Operator, OperatorExt};
+use synopses::core::{Mergeable, ObserveHash, Operator, OperatorExt};
 use synopses::frequency::CountMin;
 use synopses::membership::CountingBloom;
 use synopses::stream::{KeyGrouping, PartialKeyGrouping, Partitioned, Partitioner, ShuffleGrouping};
@@ -44,7 +44,7 @@ fn items() -> &'static [u64] {
 
 fn partitioned_case<O, P>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, proto: &O, partitioner: P)
 where
-    O: Mergeable + Clone + for<'a> Operator<&'a u64> + Send + Sync,
+    O: Mergeable + ObserveHash + Clone + for<'a> Operator<&'a u64> + Send + Sync,
     P: Partitioner + Send + Sync,
 {
     let items = items();
@@ -55,8 +55,8 @@ where
         b.iter_batched(
             || template.clone(),
             |mut parts| {
-                parts.par_observe(items);
-                parts.merged().expect("parts of one configuration")
+                parts.par_observe_hashed(items);
+                parts.into_merged().expect("parts of one configuration")
             },
             BatchSize::LargeInput,
         );
@@ -65,7 +65,7 @@ where
 
 fn structure<O>(c: &mut Criterion, name: &str, proto: O)
 where
-    O: Mergeable + Operator<u64> + for<'a> Operator<&'a u64> + Send + Sync + Clone,
+    O: Mergeable + ObserveHash + Operator<u64> + for<'a> Operator<&'a u64> + Send + Sync + Clone,
 {
     let items = items();
     let threads = rayon::current_num_threads();

@@ -96,4 +96,6 @@ mod partitioner;
 pub mod timely;
 
 pub use partitioned::Partitioned;
-pub use partitioner::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner, ROUTING_SEED, ShuffleGrouping};
+pub use partitioner::{
+    DChoices, KEY_SEED, KeyGrouping, PartialKeyGrouping, Partitioner, ROUTING_SEED, ShuffleGrouping, routing_hash,
+};
