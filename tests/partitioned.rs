@@ -244,3 +244,21 @@ fn partitioner_codec_fields_are_checked() -> Result<(), Box<dyn std::error::Erro
     assert!(DChoices::from_bytes(&seal(17, &body(4, 4, &[64, 0, 0, 0, 0, 0, 0, 0, 0]))).is_ok());
     Ok(())
 }
+
+proptest! {
+    /// Partial key grouping's block routing (its loads in registers up to 8 workers) routes
+    /// and counts as `route_hash` item by item, from any loads.
+    #[test]
+    fn block_routing_equals_routing_one_by_one(workers in 1_usize..=12, before in prop::collection::vec(any::<u64>(), 0..50), hashes in prop::collection::vec(any::<u64>(), 0..600)) {
+        let mut one = PartialKeyGrouping::new(workers).unwrap();
+        for &h in &before {
+            let _ = one.route_hash(h % 7);
+        }
+        let mut block = one.clone();
+        let mut routed = vec![usize::MAX; hashes.len()];
+        block.route_hashes(&hashes, &mut routed);
+        let expected: Vec<usize> = hashes.iter().map(|&h| one.route_hash(h)).collect();
+        prop_assert_eq!(routed, expected);
+        prop_assert_eq!(block, one);
+    }
+}

@@ -468,12 +468,15 @@ impl<E: Copy> Buffers<E> {
     /// item's routing hash and what is buffered for it (`fill` pads the buffers, never read).
     /// A worker out of range (a faulty partitioner) drops the item, as `observe` does.
     ///
-    /// For a few workers, every entry is written at the end of every worker's buffer and only
-    /// its worker's length moves on (`slot[w][len[w]] = e; len[w] += (worker == w)`), with the
-    /// lengths in registers: pushing onto the right list instead chains each item to the last
-    /// through the lists' lengths in memory (profiled: 70 % of the routing time). A
-    /// partitioner that [`choose`](Partitioner::choose)s by the hash alone is counted per
-    /// worker afterwards, not per item.
+    /// In blocks of [`BLOCK`] items, each in three passes: the items' routing hashes and
+    /// entries (independent of one another, so many items are in flight at once); their
+    /// workers, by [`choose`](Partitioner::choose) for a partitioner that routes by the hash
+    /// alone (counted per worker at the end, not per item) or else by
+    /// [`route_hashes`](Partitioner::route_hashes); then the stores. For a few workers every
+    /// entry is written at the end of every worker's buffer and only its worker's length moves
+    /// on (`slot[w][len[w]] = e; len[w] += (worker == w)`), with the lengths in registers:
+    /// pushing onto the right list instead chains each item to the last through the lists'
+    /// lengths in memory (profiled: 70 % of the routing time).
     fn route<'a, T, P: Partitioner>(
         &mut self,
         partitioner: &mut P,
@@ -482,90 +485,84 @@ impl<E: Copy> Buffers<E> {
         entry: impl Fn(&'a T) -> (u64, E),
     ) {
         let by_hash_alone = partitioner.choose(0).is_some();
-        let routed = items.iter().map(|item| {
-            let (hash, e) = entry(item);
-            let worker = if by_hash_alone {
-                partitioner.choose(hash).unwrap_or(usize::MAX)
-            } else {
-                partitioner.route_hash(hash)
-            };
-            (worker, e)
-        });
-        macro_rules! scatter_for {
-            ($($w:literal)*) => {
-                match self.lists.len() {
-                    $($w => scatter::<$w, E>(&mut self.lists, &mut self.filled, routed, items.len(), fill),)*
-                    _ => push(&mut self.lists, &mut self.filled, routed),
-                }
-            };
+        let workers = self.lists.len();
+        let small = workers <= SCATTER_UP_TO;
+        for list in &mut self.lists {
+            if !small {
+                list.clear();
+            } else if list.len() < items.len() {
+                list.resize(items.len(), fill);
+            }
         }
-        scatter_for!(1 2 3 4 5 6 7 8);
+        let mut lens = [0_usize; SCATTER_UP_TO];
+        let (mut hashes, mut entries, mut chosen) = ([0_u64; BLOCK], [fill; BLOCK], [0_usize; BLOCK]);
+        for block in items.chunks(BLOCK) {
+            for ((item, hash), e) in block.iter().zip(&mut hashes).zip(&mut entries) {
+                (*hash, *e) = entry(item);
+            }
+            let (hashes, entries, chosen) =
+                (&hashes[..block.len()], &entries[..block.len()], &mut chosen[..block.len()]);
+            if by_hash_alone {
+                for (w, &hash) in chosen.iter_mut().zip(hashes) {
+                    *w = partitioner.choose(hash).unwrap_or(usize::MAX);
+                }
+            } else {
+                partitioner.route_hashes(hashes, chosen);
+            }
+            macro_rules! scatter_for {
+                ($($w:literal)*) => {
+                    match workers {
+                        $($w => scatter::<$w, E>(&mut self.lists, &mut lens, entries, chosen),)*
+                        _ => push(&mut self.lists, entries, chosen),
+                    }
+                };
+            }
+            scatter_for!(1 2 3 4 5 6 7 8);
+        }
         const _: () = assert!(SCATTER_UP_TO == 8, "the list of `scatter_for!`");
-        if by_hash_alone {
-            for (worker, &filled) in self.filled.iter().enumerate() {
-                partitioner.add_load(worker, filled as u64);
+        for (worker, filled) in self.filled.iter_mut().enumerate() {
+            *filled =
+                if small { lens.get(worker).copied().unwrap_or(0) } else { self.lists.get(worker).map_or(0, Vec::len) };
+            if by_hash_alone {
+                partitioner.add_load(worker, *filled as u64);
             }
         }
     }
 }
 
-/// [`Buffers::route`] for `W` workers: every entry written into every buffer (grown to `n`,
-/// the round's length, once), the lengths in registers. In blocks: first the block's entries
-/// and workers (the hashing, each item independent of the others), then the stores, whose
-/// addresses wait on the lengths only (one pass doing both kept fewer items in flight; a
-/// block is 2 KiB of entries, in L1).
+/// Items per block of [`Buffers::route`]: its arrays (8 + 8 + 8 bytes an item for hashes,
+/// entries, workers) take 6 KiB, in L1.
+const BLOCK: usize = 256;
+
+/// Stores a block of `entries` for `W` workers, `lens` the lengths so far: every entry written
+/// into every buffer (each as long as the round), the lengths in registers.
 #[inline]
-fn scatter<const W: usize, E: Copy>(
-    lists: &mut [Vec<E>],
-    filled: &mut [usize],
-    mut routed: impl Iterator<Item = (usize, E)>,
-    n: usize,
-    fill: E,
-) {
-    const BLOCK: usize = 256;
-    let (Ok(lists), Ok(filled)) = (<&mut [Vec<E>; W]>::try_from(lists), <&mut [usize; W]>::try_from(filled)) else {
+fn scatter<const W: usize, E: Copy>(lists: &mut [Vec<E>], lens: &mut [usize], entries: &[E], workers: &[usize]) {
+    let (Ok(lists), Some(Ok(lens))) =
+        (<&mut [Vec<E>; W]>::try_from(lists), lens.get_mut(..W).map(<&mut [usize; W]>::try_from))
+    else {
         return;
     };
-    for list in lists.iter_mut() {
-        if list.len() < n {
-            list.resize(n, fill);
-        }
-    }
     let slots = lists.each_mut().map(|list| list.as_mut_slice());
-    let mut lens = [0_usize; W];
-    let (mut entries, mut workers) = ([fill; BLOCK], [0_u8; BLOCK]);
-    loop {
-        let mut len = 0;
-        // (`zip` asks the arrays first, so no routed item is taken and lost at a block's end.)
-        for ((e, w), (worker, entry)) in entries.iter_mut().zip(workers.iter_mut()).zip(routed.by_ref()) {
-            // A worker out of range becomes 255, which no `w < W <= 8` matches: dropped.
-            (*e, *w) = (entry, u8::try_from(worker).unwrap_or(u8::MAX));
-            len += 1;
-        }
-        for (&e, &worker) in entries.iter().zip(&workers).take(len) {
-            for w in 0..W {
-                if let Some(slot) = slots[w].get_mut(lens[w]) {
-                    *slot = e;
-                }
-                lens[w] += usize::from(usize::from(worker) == w);
+    let mut at = *lens;
+    for (&e, &worker) in entries.iter().zip(workers) {
+        for w in 0..W {
+            if let Some(slot) = slots[w].get_mut(at[w]) {
+                *slot = e;
             }
-        }
-        if len < BLOCK {
-            break;
+            at[w] += usize::from(worker == w);
         }
     }
-    *filled = lens;
+    *lens = at;
 }
 
-/// [`Buffers::route`] for many workers: each entry pushed onto its worker's list.
-fn push<E>(lists: &mut [Vec<E>], filled: &mut [usize], routed: impl Iterator<Item = (usize, E)>) {
-    lists.iter_mut().for_each(Vec::clear);
-    for (worker, e) in routed {
+/// Stores a block of `entries` for many workers: each pushed onto its worker's list.
+fn push<E: Copy>(lists: &mut [Vec<E>], entries: &[E], workers: &[usize]) {
+    for (&e, &worker) in entries.iter().zip(workers) {
         if let Some(list) = lists.get_mut(worker) {
             list.push(e);
         }
     }
-    filled.iter_mut().zip(lists.iter()).for_each(|(f, list)| *f = list.len());
 }
 
 /// The routed path of `par_observe` and `par_observe_hashed`, in rounds of [`ROUND`] items

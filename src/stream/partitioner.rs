@@ -18,7 +18,7 @@ pub const ROUTING_SEED: u64 = DEFAULT_SEED ^ 0xA5A5_A5A5_A5A5_A5A5;
 /// The seed a key is hashed with before [`routing_hash`] mixes in the routing seed: the
 /// sketches' default seed ([`DEFAULT_SEED`]), so that a default-seeded sketch and the
 /// partitioner in front of it share the item's one hash
-/// ([`Partitioned::par_observe_hashed`](super::Partitioned) hashes each item once).
+/// (`Partitioned::par_observe_hashed`, with the `rayon` feature, hashes each item once).
 ///
 /// ```
 /// use synopses::hash::{DEFAULT_SEED, Hashable};
@@ -99,6 +99,29 @@ pub trait Partitioner: Clone {
     /// [`routing_seed`](Self::routing_seed)), counting it in that worker's load. Always below
     /// [`workers`](Self::workers) (an index out of range drops the item).
     fn route_hash(&mut self, hash: u64) -> usize;
+
+    /// Routes a block of routing hashes, writing each one's worker into `workers` (as far as
+    /// the shorter of the two goes): the same workers and loads as
+    /// [`route_hash`](Self::route_hash) one by one, which is what it does unless a partitioner
+    /// overrides it to keep its loads in registers for the block (partial key grouping over
+    /// at most 8 workers does: its loads in memory chain each item to the last).
+    ///
+    /// ```
+    /// use synopses::stream::{PartialKeyGrouping, Partitioner};
+    ///
+    /// let (mut one, mut block) = (PartialKeyGrouping::new(4)?, PartialKeyGrouping::new(4)?);
+    /// let hashes: Vec<u64> = (0..100_u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+    /// let mut workers = vec![0; 100];
+    /// block.route_hashes(&hashes, &mut workers);
+    /// assert!(hashes.iter().zip(&workers).all(|(&h, &w)| one.route_hash(h) == w));
+    /// assert_eq!(one, block);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn route_hashes(&mut self, hashes: &[u64], workers: &mut [usize]) {
+        for (&hash, worker) in hashes.iter().zip(workers) {
+            *worker = self.route_hash(hash);
+        }
+    }
 
     /// Items routed to each worker so far (by this sender, plus any loads absorbed),
     /// saturating at `u64::MAX`.
@@ -535,6 +558,18 @@ impl Partitioner for PartialKeyGrouping {
         worker
     }
 
+    fn route_hashes(&mut self, hashes: &[u64], workers: &mut [usize]) {
+        macro_rules! in_registers {
+            ($($n:literal)*) => {
+                match self.loads.workers() {
+                    $($n => two_choices::<$n>(&mut self.loads.0, hashes, workers),)*
+                    _ => hashes.iter().zip(workers).for_each(|(&hash, worker)| *worker = self.route_hash(hash)),
+                }
+            };
+        }
+        in_registers!(1 2 3 4 5 6 7 8);
+    }
+
     fn loads(&self) -> &[u64] {
         self.loads.as_slice()
     }
@@ -550,6 +585,28 @@ impl Partitioner for PartialKeyGrouping {
     fn add_load(&mut self, worker: usize, items: u64) {
         self.loads.add(worker, items);
     }
+}
+
+/// [`PartialKeyGrouping::route_hashes`] over `N` workers: `route_hash`'s rule with the loads
+/// in registers (each read by a select over the `N`, each update a masked add to all).
+#[inline]
+fn two_choices<const N: usize>(loads: &mut [u64], hashes: &[u64], workers: &mut [usize]) {
+    let Ok(loads) = <&mut [u64; N]>::try_from(loads) else { return };
+    let mut l = *loads;
+    for (&hash, worker) in hashes.iter().zip(workers) {
+        let (a, b) = (candidate(hash, 0, N), candidate(hash, 1, N));
+        let (mut la, mut lb) = (u64::MAX, u64::MAX);
+        for (w, &load) in l.iter().enumerate() {
+            la = if w == a { load } else { la };
+            lb = if w == b { load } else { lb };
+        }
+        let pick = if lb < la { b } else { a };
+        for (w, load) in l.iter_mut().enumerate() {
+            *load = load.saturating_add(u64::from(w == pick));
+        }
+        *worker = pick;
+    }
+    *loads = l;
 }
 
 /// `d` choices: each key has up to `d` distinct candidate workers (the first distinct ones
