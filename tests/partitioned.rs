@@ -262,3 +262,23 @@ proptest! {
         prop_assert_eq!(block, one);
     }
 }
+
+/// Routes and encodings are part of the format: a checkpoint restored by a later version
+/// must route on as before. Pinned values.
+#[test]
+fn routes_and_bytes_are_pinned() -> Result<(), Box<dyn std::error::Error>> {
+    use synopses::stream::{KEY_SEED, ROUTING_SEED, routing_hash};
+    assert_eq!(routing_hash(0, 0), 0);
+    assert_eq!(routing_hash(1, ROUTING_SEED), 0x5BA0_7EC2_8CB9_A750);
+    let mut kg = KeyGrouping::new(16)?;
+    let mut pkg = PartialKeyGrouping::new(16)?;
+    let routes: Vec<(usize, usize)> = (0..8_u64).map(|i| (kg.route(&i), pkg.route(&i))).collect();
+    assert_eq!(routes, [(14, 14), (0, 0), (13, 13), (15, 15), (12, 12), (5, 5), (9, 9), (5, 5)]);
+    assert_eq!(kg.route_key_hash(synopses::hash::Hashable::hash64(&3_u64, KEY_SEED)), routes[3].0);
+    let bytes = KeyGrouping::with_seed(2, 7)?.to_bytes();
+    let mut body = vec![b'S', b'Y', 1, 14, 2, 0, 0, 0];
+    body.extend([0; 16]);
+    body.extend(7_u64.to_le_bytes());
+    assert_eq!(&bytes[..bytes.len() - 8], &body[..]);
+    Ok(())
+}

@@ -726,7 +726,7 @@ impl Partitioner for DChoices {
 /// grouping) its position. Every body starts with the loads: the number of workers (u32),
 /// then each worker's load (u64).
 macro_rules! partitioner_codec {
-    ($ty:ident, $family:expr, $doc_new:expr, |$this:ident, $w:ident| $put:block, $extra_len:expr, |$loads:ident, $r:ident| $read:block) => {
+    ($ty:ident, $family:expr, $doc_new:expr, $doc_body:expr, |$this:ident, $w:ident| $put:block, $extra_len:expr, |$loads:ident, $r:ident| $read:block) => {
         impl $ty {
             /// The length of [`to_bytes`](Self::to_bytes)'s output.
             ///
@@ -742,8 +742,7 @@ macro_rules! partitioner_codec {
             }
 
             #[doc = concat!("Encodes the partitioner in the crate's [binary format](crate::codec), family code ", stringify!($family), ".")]
-            /// Body: the loads (workers as u32, then a u64 per worker), then what the
-            /// partitioner's configuration and position hold (see the source of each type).
+            #[doc = concat!("Body: the loads (the number of workers as u32, then each worker's load as u64), then ", $doc_body, ".")]
             ///
             /// ```
             /// use synopses::stream::Partitioner;
@@ -786,16 +785,21 @@ macro_rules! partitioner_codec {
     };
 }
 
-// Body after the loads: the routing seed (u64).
-partitioner_codec!(KeyGrouping, 14, "KeyGrouping::with_seed(4, 7)?", |p, w| { w.put_u64(p.seed) }, 8, |loads, r| {
-    Self { loads, seed: r.u64()? }
-});
+partitioner_codec!(
+    KeyGrouping,
+    14,
+    "KeyGrouping::with_seed(4, 7)?",
+    "the routing seed (u64)",
+    |p, w| { w.put_u64(p.seed) },
+    8,
+    |loads, r| { Self { loads, seed: r.u64()? } }
+);
 
-// Body after the loads: the next worker of the round robin (u32, below the workers).
 partitioner_codec!(
     ShuffleGrouping,
     15,
     "ShuffleGrouping::new(3)?",
+    "the next worker of the round robin (u32, below the number of workers)",
     |p, w| { w.put_u32(u32::try_from(p.next).unwrap_or(u32::MAX)) },
     4,
     |loads, r| {
@@ -807,21 +811,21 @@ partitioner_codec!(
     }
 );
 
-// Body after the loads: the routing seed (u64).
 partitioner_codec!(
     PartialKeyGrouping,
     16,
     "PartialKeyGrouping::with_seed(4, 7)?",
+    "the routing seed (u64)",
     |p, w| { w.put_u64(p.seed) },
     8,
     |loads, r| { Self { loads, seed: r.u64()? } }
 );
 
-// Body after the loads: the number of choices (u8, in 1..=64), the routing seed (u64).
 partitioner_codec!(
     DChoices,
     17,
     "DChoices::with_seed(8, 3, 7)?",
+    "the number of choices (u8, in `1..=64`) and the routing seed (u64)",
     |p, w| {
         w.put_u8(u8::try_from(p.choices).unwrap_or(u8::MAX));
         w.put_u64(p.seed);
