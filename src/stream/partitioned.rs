@@ -2,7 +2,9 @@
 //! text is in the [family docs](super).
 
 use super::partitioner::{KEY_SEED, Partitioner, routing_hash};
-use crate::core::{ConfigError, MergeError, Mergeable, ObserveHash, Operator, alloc};
+#[cfg(feature = "rayon")]
+use crate::core::ObserveHash;
+use crate::core::{ConfigError, MergeError, Mergeable, Operator, alloc};
 use crate::hash::Hashable;
 
 /// `N` instances of a mergeable operator, one per worker of a [`Partitioner`]: items are
