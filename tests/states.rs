@@ -1255,8 +1255,19 @@ fn crafted_items_fool_a_public_seed_and_not_a_secret_one() -> Result<(), Box<dyn
     }
     assert_eq!(public_kept, 1000);
     assert!(secret_kept < 40, "{secret_kept}");
-    // Key grouping under the public routing seed: every crafted key to one worker.
-    let routed: Vec<Vec<u8>> = (0..1000_u64).map(|i| item_with_hash(synopses::stream::ROUTING_SEED, i << 32)).collect();
+    // Key grouping under the public routing seed: every crafted key to one worker. The route
+    // reads the low half of `routing_hash(key hash, seed)`, a bijection that the adversary
+    // inverts (xorshift by 32 is its own inverse; the multiplier's inverse mod 2^64 by Newton).
+    let unroute = |target: u64, seed: u64| {
+        const MULTIPLIER: u64 = 0xFF51_AFD7_ED55_8CCD;
+        let inverse = (0..6).fold(MULTIPLIER, |x, _| x.wrapping_mul(2_u64.wrapping_sub(MULTIPLIER.wrapping_mul(x))));
+        let x = target ^ (target >> 32);
+        x.wrapping_mul(inverse) ^ seed
+    };
+    let public = synopses::stream::ROUTING_SEED;
+    assert_eq!(synopses::stream::routing_hash(unroute(7 << 32, public), public), 7 << 32);
+    let routed: Vec<Vec<u8>> =
+        (0..1000_u64).map(|i| item_with_hash(synopses::stream::KEY_SEED, unroute(i << 32, public))).collect();
     let mut public_route = KeyGrouping::new(16)?;
     let mut secret_route = KeyGrouping::with_seed(16, 0x5EC2E7)?;
     for item in &routed {

@@ -37,7 +37,11 @@
 //! [`empty_part`](crate::core::Mergeable::empty_part) so that randomized operators draw
 //! independent random numbers, routes each item to its worker's instance, and merges the
 //! instances on demand. With the `rayon` feature, [`Partitioned::par_observe`] routes a
-//! slice with one sender per thread and lets the instances observe in parallel. For the
+//! slice with one sender per thread and lets the instances observe in parallel, and
+//! [`Partitioned::par_observe_hashed`] does the same for a synopsis that hashes its items
+//! with one hash per item: the partitioner routes by the item's hash under the sketches'
+//! default seed ([`KEY_SEED`]) mixed with its own seed ([`routing_hash`]), so the hash that
+//! routes an item is the one its sketch observes. Every path routes an item alike. For the
 //! sketches whose merge is exact (HyperLogLog, Flajolet–Martin, standard Count-Min, Bloom and
 //! counting Bloom filters) the merged state is exactly that of one sequential pass, whatever
 //! the partitioner and the number of workers (`tests/laws.rs` checks 1, 2, 4 and 8); heavy
@@ -87,10 +91,11 @@
 //! [`Partitioned::new`] checks the memory of its parts before it makes them: at most
 //! [`Partitioned::MAX_BYTES`] (64 GiB), or a `ConfigError`.
 //!
-//! The partitioners route by the hash of each key under [`ROUTING_SEED`], public: an
-//! adversary who chooses the keys can send every one of them to one worker of a key
-//! grouping (or two of a partial key grouping), and so overload it. On untrusted keys, route
-//! with a secret seed (`with_seed` on each partitioner).
+//! The partitioners route by the hash of each key under [`KEY_SEED`] mixed with
+//! [`ROUTING_SEED`], both public: an adversary who chooses the keys can send every one of
+//! them to one worker of a key grouping (or two of a partial key grouping), and so overload
+//! it. On untrusted keys, route with a secret seed (`with_seed` on each partitioner); what
+//! the mix then hides and what it does not is in [`routing_hash`].
 //!
 //! # When not to use it
 //!
@@ -115,6 +120,7 @@
 #![cfg_attr(feature = "rayon", doc = "[`OperatorExt::par_observe`]: crate::core::OperatorExt::par_observe")]
 #![cfg_attr(not(feature = "rayon"), doc = "[`OperatorExt::par_observe`]: crate::core::OperatorExt")]
 #![cfg_attr(not(feature = "rayon"), doc = "[`Partitioned::par_observe`]: Partitioned")]
+#![cfg_attr(not(feature = "rayon"), doc = "[`Partitioned::par_observe_hashed`]: Partitioned")]
 
 pub mod checkpoint;
 mod panes;
@@ -127,5 +133,7 @@ mod window;
 pub use checkpoint::{CheckpointError, Checkpoints, Restored, Snapshot};
 pub use panes::SlidingPanes;
 pub use partitioned::Partitioned;
-pub use partitioner::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner, ROUTING_SEED, ShuffleGrouping};
+pub use partitioner::{
+    DChoices, KEY_SEED, KeyGrouping, PartialKeyGrouping, Partitioner, ROUTING_SEED, ShuffleGrouping, routing_hash,
+};
 pub use window::{Admission, Closed, CountWindow, Late, MergeAtError, TimeWindow, Window};

@@ -1,7 +1,9 @@
 //! The partitioned runner: N instances of an operator behind a partitioner. The teaching
 //! text is in the [family docs](super).
 
-use super::partitioner::Partitioner;
+use super::partitioner::{KEY_SEED, Partitioner, routing_hash};
+#[cfg(feature = "rayon")]
+use crate::core::ObserveHash;
 use crate::core::{ConfigError, MergeError, Mergeable, Operator, alloc};
 use crate::hash::Hashable;
 
@@ -155,21 +157,23 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     where
         O: for<'a> Operator<&'a T>,
     {
-        // In batches of `BATCH`, which keeps the index lists small and reused.
-        for batch in items.chunks(BATCH) {
-            let lists = route(&mut self.partitioner, batch);
-            for (part, list) in self.parts.iter_mut().zip(&lists) {
-                part.observe_all(list.iter().filter_map(|&i| batch.get(i as usize)));
+        let Some(fill) = items.first() else { return };
+        let seed = self.partitioner.routing_seed();
+        let mut buffers = Buffers::new(self.parts.len());
+        for round in items.chunks(ROUND) {
+            buffers.route(&mut self.partitioner, round, fill, |item| (routing_hash(item.hash64(KEY_SEED), seed), item));
+            for (worker, part) in self.parts.iter_mut().enumerate() {
+                part.observe_all(buffers.get(worker).iter().copied());
             }
         }
     }
 
     /// Observes a slice on rayon's thread pool: one sender per thread routes a contiguous
-    /// share of the slice with its own [`sender`](Partitioner::sender) copy of the
-    /// partitioner (its local view of the loads, starting from zero, as every sender has in a
-    /// real system), then every instance observes, in parallel, its items from each sender in
-    /// slice order. The senders' loads are added to this partitioner's. Needs the `rayon`
-    /// feature.
+    /// share of each round of the slice with its own [`sender`](Partitioner::sender) copy of
+    /// the partitioner (its local view of the loads, starting from zero, as every sender has
+    /// in a real system) into its buffers, one per worker; then every instance observes, in
+    /// parallel, its items from each sender in slice order, while the senders route the next
+    /// round. The senders' loads are added to this partitioner's. Needs the `rayon` feature.
     ///
     /// The merged state of the sketches whose merge is exact (see [`Partitioned`]) is that of
     /// a sequential pass, whatever the number of threads; which worker a load-aware
@@ -177,16 +181,18 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     /// [`oblivious`](Partitioner::oblivious) partitioner (shuffle grouping) gets one contiguous
     /// block per worker instead, sized by [`advance`](Partitioner::advance), with no routing.
     ///
+    /// For a synopsis that hashes its items (HyperLogLog, Count-Min, the Bloom filters),
+    /// [`par_observe_hashed`](Self::par_observe_hashed) routes the same way, hashing each
+    /// item once instead of twice.
+    ///
     /// ```
-    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::sampling::Reservoir;
     /// use synopses::stream::{KeyGrouping, Partitioned};
     ///
     /// let items: Vec<u64> = (0..1_000_000).collect();
-    /// let mut parts = Partitioned::new(&HyperLogLog::new(14)?, KeyGrouping::new(4)?)?;
+    /// let mut parts = Partitioned::new(&Reservoir::new(100, 7)?, KeyGrouping::new(4)?)?;
     /// parts.par_observe(&items);
-    /// let mut sequential = HyperLogLog::new(14)?;
-    /// sequential.observe_all(&items);
-    /// assert_eq!(parts.merged()?.register_estimate(), sequential.register_estimate());
+    /// assert_eq!(parts.merged()?.seen(), 1_000_000);
     /// # Ok::<(), synopses::Error>(())
     /// ```
     #[cfg(feature = "rayon")]
@@ -195,46 +201,112 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
         O: for<'a> Operator<&'a T> + Send,
         P: Send + Sync,
     {
-        use rayon::prelude::*;
-        if self.partitioner.oblivious() {
-            // Shuffle grouping: one contiguous block per worker, each as large as the share a
-            // round robin from the partitioner's position would give it, and no routing.
-            let sizes = self.partitioner.advance(items.len() as u64);
-            let mut blocks = Vec::with_capacity(sizes.len());
-            let mut rest = items;
-            for &size in &sizes {
-                let (block, tail) = rest.split_at(usize::try_from(size).unwrap_or(usize::MAX).min(rest.len()));
-                blocks.push(block);
-                rest = tail;
-            }
-            self.parts.par_iter_mut().zip(&blocks).for_each(|(part, block)| part.observe_all(block.iter()));
+        if self.observe_blocks(items) {
             return;
         }
-        // Batches of `BATCH` items per sender, with index lists reused from batch to batch: a
-        // few hundred kilobytes that stay in cache, where lists for the whole slice (4 bytes
-        // an item, fresh memory every call) cost more in page faults than the routing saves.
-        let senders = rayon::current_num_threads().max(1);
-        let workers = self.parts.len();
-        let mut states: Vec<(P, Vec<Vec<u32>>)> = (0..senders)
-            .map(|_| (self.partitioner.sender(), vec![Vec::with_capacity(BATCH / workers.max(1) + 64); workers]))
-            .collect();
-        for batch in items.chunks(BATCH * senders) {
-            let share = batch.len().div_ceil(senders).max(1);
-            let chunks: Vec<&[T]> = batch.chunks(share).collect();
-            states.par_iter_mut().zip(&chunks).for_each(|((sender, lists), chunk)| route_into(sender, chunk, lists));
-            let states = &states;
-            let chunks = &chunks;
-            self.parts.par_iter_mut().enumerate().for_each(|(worker, part)| {
-                for ((_, lists), chunk) in states.iter().zip(chunks) {
-                    if let Some(list) = lists.get(worker) {
-                        part.observe_all(list.iter().filter_map(|&i| chunk.get(i as usize)));
-                    }
-                }
-            });
+        let Some(fill) = items.first() else { return };
+        let seed = self.partitioner.routing_seed();
+        par_route(
+            &mut self.parts,
+            &mut self.partitioner,
+            items,
+            fill,
+            |item| (routing_hash(item.hash64(KEY_SEED), seed), item),
+            |part, items| part.observe_all(items.iter().copied()),
+        );
+    }
+
+    /// [`par_observe`](Self::par_observe) for a synopsis that hashes its items
+    /// ([`ObserveHash`]: the cardinality sketches, Count-Min, the Bloom filters): each item is
+    /// hashed once, under the synopsis's [`hash_seed`](ObserveHash::hash_seed), its route is
+    /// that hash mixed with the partitioner's seed ([`routing_hash`]), and its worker's
+    /// instance observes the hash ([`observe_hash`](ObserveHash::observe_hash)): the
+    /// senders buffer 8-byte hashes rather than items. Needs the `rayon` feature.
+    ///
+    /// Items go to the same workers as through [`observe`](Self::observe),
+    /// [`observe_slice`](Self::observe_slice) and [`par_observe`](Self::par_observe), all of
+    /// which route by the item's hash under [`KEY_SEED`], the sketches' default seed. A
+    /// synopsis of another seed is therefore hashed twice here (once to route, once for
+    /// itself), which keeps every route the same whatever the synopsis's seed.
+    ///
+    /// (Why a method of its own rather than `par_observe` choosing the path: without
+    /// specialization one generic method cannot ask whether `O` hashes, and the samplers,
+    /// which keep their items, must still be given items.)
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::stream::{KeyGrouping, Partitioned};
+    ///
+    /// let items: Vec<u64> = (0..1_000_000).collect();
+    /// let mut parts = Partitioned::new(&HyperLogLog::new(14)?, KeyGrouping::new(4)?)?;
+    /// parts.par_observe_hashed(&items);
+    /// let mut sequential = HyperLogLog::new(14)?;
+    /// sequential.observe_all(&items);
+    /// assert_eq!(parts.merged()?.register_estimate(), sequential.register_estimate());
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    #[cfg(feature = "rayon")]
+    pub fn par_observe_hashed<T: Hashable + Sync>(&mut self, items: &[T])
+    where
+        O: ObserveHash + for<'a> Operator<&'a T> + Send,
+        P: Send + Sync,
+    {
+        if self.observe_blocks(items) {
+            return;
         }
-        for (sender, _) in &states {
-            self.partitioner.absorb(sender);
+        let (Some(first), Some(_)) = (self.parts.first(), items.first()) else { return };
+        let (seed, routing_seed) = (first.hash_seed(), self.partitioner.routing_seed());
+        let feed = |part: &mut O, hashes: &[u64]| hashes.iter().for_each(|&hash| part.observe_hash(hash));
+        let (parts, partitioner) = (&mut self.parts, &mut self.partitioner);
+        if seed == KEY_SEED {
+            par_route(
+                parts,
+                partitioner,
+                items,
+                0,
+                |item| {
+                    let hash = item.hash64(seed);
+                    (routing_hash(hash, routing_seed), hash)
+                },
+                feed,
+            );
+        } else {
+            par_route(
+                parts,
+                partitioner,
+                items,
+                0,
+                |item| (routing_hash(item.hash64(KEY_SEED), routing_seed), item.hash64(seed)),
+                feed,
+            );
         }
+    }
+
+    /// For an [`oblivious`](Partitioner::oblivious) partitioner (shuffle grouping): observes
+    /// one contiguous block per worker, each as large as the share a round robin from the
+    /// partitioner's position would give it, with no routing, and returns `true`; `false`
+    /// (having done nothing) for any other partitioner.
+    #[cfg(feature = "rayon")]
+    fn observe_blocks<T: Sync>(&mut self, items: &[T]) -> bool
+    where
+        O: for<'a> Operator<&'a T> + Send,
+    {
+        use rayon::prelude::*;
+        if !self.partitioner.oblivious() {
+            return false;
+        }
+        let sizes = self.partitioner.advance(items.len() as u64);
+        let mut blocks = Vec::with_capacity(sizes.len());
+        let mut rest = items;
+        for &size in &sizes {
+            let (block, tail) = rest.split_at(usize::try_from(size).unwrap_or(usize::MAX).min(rest.len()));
+            blocks.push(block);
+            rest = tail;
+        }
+        padded(&mut self.parts, |slots| {
+            slots.par_iter_mut().zip(&blocks).for_each(|(slot, block)| slot.0.observe_all(block.iter()));
+        });
+        true
     }
 
     /// Observes the items of an iterator on rayon's thread pool, in chunks of 2^20 items
@@ -292,6 +364,54 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
         Ok(out)
     }
 
+    /// The instances merged into one, consuming them: [`merged`](Self::merged) without a
+    /// fresh instance to merge into (the first part takes the others in), for the end of a
+    /// stream.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::stream::{Partitioned, ShuffleGrouping};
+    ///
+    /// let mut parts = Partitioned::new(&HyperLogLog::new(12)?, ShuffleGrouping::new(3)?)?;
+    /// (0..1000_u64).for_each(|i| parts.observe(i));
+    /// let merged = parts.merged()?;
+    /// assert_eq!(parts.into_merged()?, merged);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn into_merged(self) -> Result<O, MergeError> {
+        let mut parts = self.parts.into_iter();
+        let mut out = parts.next().ok_or_else(|| MergeError::new("workers", 0, "at least 1"))?;
+        parts.try_for_each(|part| out.merge(&part))?;
+        Ok(out)
+    }
+
+    /// A partitioned operator from its parts and its partitioner, as a checkpoint saved them
+    /// (each part and the partitioner through their [codecs](crate::codec::Codec)): part `i`
+    /// is worker `i`'s. A [`ConfigError`] naming `workers` unless there is one part per
+    /// worker.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::stream::{KeyGrouping, Partitioned};
+    ///
+    /// let mut parts = Partitioned::new(&HyperLogLog::new(10)?, KeyGrouping::new(2)?)?;
+    /// (0..1000_u64).for_each(|i| parts.observe(i));
+    /// let saved: Vec<Vec<u8>> = parts.parts().iter().map(|p| p.to_bytes()).collect();
+    /// let partitioner = KeyGrouping::from_bytes(&parts.partitioner().to_bytes())?;
+    /// let restored: Vec<HyperLogLog> = saved.iter().map(|b| HyperLogLog::from_bytes(b)).collect::<Result<_, _>>()?;
+    /// let restored = Partitioned::from_parts(restored, partitioner)?;
+    /// assert_eq!(restored.merged()?, parts.merged()?);
+    /// assert!(Partitioned::from_parts(vec![HyperLogLog::new(10)?], KeyGrouping::new(2)?).is_err());
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    pub fn from_parts(parts: Vec<O>, partitioner: P) -> Result<Self, ConfigError> {
+        let workers = partitioner.workers();
+        if parts.len() != workers || workers == 0 {
+            return Err(ConfigError::new("workers", workers, "the number of parts, at least 1"));
+        }
+        Ok(Self { parts, partitioner })
+    }
+
     /// The instances, one per worker.
     ///
     /// ```
@@ -322,61 +442,227 @@ impl<O: Mergeable, P: Partitioner> Partitioned<O, P> {
     }
 }
 
-/// Items routed per batch: small index lists, reused and in cache.
-const BATCH: usize = 1 << 16;
+/// Items each sender routes per round: its buffers (8 bytes an item, double-buffered in
+/// `par_route`) stay in the core's L2 cache beside the part it observes into.
+const ROUND: usize = 1 << 14;
 
-/// The indexes of `items` routed to each worker, in order.
-fn route<T: Hashable, P: Partitioner>(partitioner: &mut P, items: &[T]) -> Vec<Vec<u32>> {
-    let workers = partitioner.workers().max(1);
-    let mut lists = vec![Vec::new(); workers];
-    route_into(partitioner, items, &mut lists);
-    lists
+/// Workers up to which a sender writes every item into every worker's buffer and advances
+/// only the right one (see [`Buffers::route`]).
+const SCATTER_UP_TO: usize = 8;
+
+/// One sender's buffers of routed entries (item references or hashes), one per worker,
+/// reused from round to round: `lists[w][..filled[w]]` is what worker `w` gets.
+struct Buffers<E> {
+    lists: Vec<Vec<E>>,
+    filled: Vec<usize>,
 }
 
-/// Routes `items` into `lists` (one per worker), replacing what they held.
-///
-/// First each item's worker, in order; then, for a few workers, each worker's list by a
-/// branch-free pass (`list[count] = i; count += (worker == w)`). Pushing item by item onto the
-/// lists instead, and counting each item's load as it goes, chains every item to the last
-/// through the lists' lengths and the loads in memory (profiled: 70 % of the routing time).
-/// A partitioner that [`choose`](Partitioner::choose)s by the hash alone is counted per
-/// worker afterwards.
-fn route_into<T: Hashable, P: Partitioner>(partitioner: &mut P, items: &[T], lists: &mut [Vec<u32>]) {
-    const COMPACT_UP_TO: usize = 8;
-    let by_hash_alone = partitioner.choose(0).is_some();
-    let seed = partitioner.routing_seed();
-    let route = |p: &mut P, item: &T| {
-        let hash = item.hash64(seed);
-        if by_hash_alone { p.choose(hash).unwrap_or(0) } else { p.route_hash(hash) }
-    };
-    if lists.len() > COMPACT_UP_TO {
-        lists.iter_mut().for_each(Vec::clear);
-        for (i, item) in items.iter().enumerate() {
-            if let Some(list) = lists.get_mut(route(partitioner, item)) {
-                list.push(i as u32);
+impl<E: Copy> Buffers<E> {
+    fn new(workers: usize) -> Self {
+        Self { lists: (0..workers).map(|_| Vec::new()).collect(), filled: vec![0; workers] }
+    }
+
+    /// Worker `worker`'s entries of the last round, in slice order.
+    fn get(&self, worker: usize) -> &[E] {
+        let filled = self.filled.get(worker).copied().unwrap_or(0);
+        self.lists.get(worker).and_then(|list| list.get(..filled)).unwrap_or(&[])
+    }
+
+    /// Routes `items` with `partitioner`, replacing what the buffers held: `entry` gives each
+    /// item's routing hash and what is buffered for it (`fill` pads the buffers, never read).
+    /// A worker out of range (a faulty partitioner) drops the item, as `observe` does.
+    ///
+    /// In blocks of [`BLOCK`] items, each in three passes: the items' routing hashes and
+    /// entries (independent of one another, so many items are in flight at once); their
+    /// workers, by [`choose`](Partitioner::choose) for a partitioner that routes by the hash
+    /// alone (counted per worker at the end, not per item) or else by
+    /// [`route_hashes`](Partitioner::route_hashes); then the stores. For a few workers every
+    /// entry is written at the end of every worker's buffer and only its worker's length moves
+    /// on (`slot[w][len[w]] = e; len[w] += (worker == w)`), with the lengths in registers:
+    /// pushing onto the right list instead chains each item to the last through the lists'
+    /// lengths in memory (profiled: 70 % of the routing time).
+    fn route<'a, T, P: Partitioner>(
+        &mut self,
+        partitioner: &mut P,
+        items: &'a [T],
+        fill: E,
+        entry: impl Fn(&'a T) -> (u64, E),
+    ) {
+        let by_hash_alone = partitioner.choose(0).is_some();
+        let workers = self.lists.len();
+        let small = workers <= SCATTER_UP_TO;
+        for list in &mut self.lists {
+            if !small {
+                list.clear();
+            } else if list.len() < items.len() {
+                list.resize(items.len(), fill);
             }
         }
-    } else {
-        // (A worker index out of range, from a faulty partitioner, drops the item, as
-        // `observe` does, rather than wrapping onto another worker.)
-        let workers: Vec<u8> =
-            items.iter().map(|item| u8::try_from(route(partitioner, item)).unwrap_or(u8::MAX)).collect();
-        for (w, list) in lists.iter_mut().enumerate() {
-            list.clear();
-            list.resize(items.len(), 0);
-            let mut count = 0;
-            for (i, &worker) in workers.iter().enumerate() {
-                if let Some(slot) = list.get_mut(count) {
-                    *slot = i as u32;
+        let mut lens = [0_usize; SCATTER_UP_TO];
+        let (mut hashes, mut entries, mut chosen) = ([0_u64; BLOCK], [fill; BLOCK], [0_usize; BLOCK]);
+        for block in items.chunks(BLOCK) {
+            for ((item, hash), e) in block.iter().zip(&mut hashes).zip(&mut entries) {
+                (*hash, *e) = entry(item);
+            }
+            let (hashes, entries, chosen) =
+                (&hashes[..block.len()], &entries[..block.len()], &mut chosen[..block.len()]);
+            if by_hash_alone {
+                for (w, &hash) in chosen.iter_mut().zip(hashes) {
+                    *w = partitioner.choose(hash).unwrap_or(usize::MAX);
                 }
-                count += usize::from(usize::from(worker) == w);
+            } else {
+                partitioner.route_hashes(hashes, chosen);
             }
-            list.truncate(count);
+            macro_rules! scatter_for {
+                ($($w:literal)*) => {
+                    match workers {
+                        $($w => scatter::<$w, E>(&mut self.lists, &mut lens, entries, chosen),)*
+                        _ => push(&mut self.lists, entries, chosen),
+                    }
+                };
+            }
+            scatter_for!(1 2 3 4 5 6 7 8);
         }
-    }
-    if by_hash_alone {
-        for (w, list) in lists.iter().enumerate() {
-            partitioner.add_load(w, list.len() as u64);
+        const _: () = assert!(SCATTER_UP_TO == 8, "the list of `scatter_for!`");
+        for (worker, filled) in self.filled.iter_mut().enumerate() {
+            *filled =
+                if small { lens.get(worker).copied().unwrap_or(0) } else { self.lists.get(worker).map_or(0, Vec::len) };
+            if by_hash_alone {
+                partitioner.add_load(worker, *filled as u64);
+            }
         }
     }
 }
+
+/// Items per block of [`Buffers::route`]: its arrays (8 + 8 + 8 bytes an item for hashes,
+/// entries, workers) take 6 KiB, in L1.
+const BLOCK: usize = 256;
+
+/// Stores a block of `entries` for `W` workers, `lens` the lengths so far: every entry written
+/// into every buffer (each as long as the round), the lengths in registers.
+#[inline]
+fn scatter<const W: usize, E: Copy>(lists: &mut [Vec<E>], lens: &mut [usize], entries: &[E], workers: &[usize]) {
+    let (Ok(lists), Some(Ok(lens))) =
+        (<&mut [Vec<E>; W]>::try_from(lists), lens.get_mut(..W).map(<&mut [usize; W]>::try_from))
+    else {
+        return;
+    };
+    let slots = lists.each_mut().map(|list| list.as_mut_slice());
+    let mut at = *lens;
+    for (&e, &worker) in entries.iter().zip(workers) {
+        for w in 0..W {
+            if let Some(slot) = slots[w].get_mut(at[w]) {
+                *slot = e;
+            }
+            at[w] += usize::from(worker == w);
+        }
+    }
+    *lens = at;
+}
+
+/// Stores a block of `entries` for many workers: each pushed onto its worker's list.
+fn push<E: Copy>(lists: &mut [Vec<E>], entries: &[E], workers: &[usize]) {
+    for (&e, &worker) in entries.iter().zip(workers) {
+        if let Some(list) = lists.get_mut(worker) {
+            list.push(e);
+        }
+    }
+}
+
+/// The routed path of `par_observe` and `par_observe_hashed`, in rounds of [`ROUND`] items
+/// per sender: in each round, in one parallel step, every sender routes its contiguous share
+/// of the round into its buffers (`entry`: an item's routing hash and what is buffered for
+/// it) while every part observes (`feed`) what the senders routed in the round before, sender
+/// by sender, so in slice order. Two sets of buffers alternate; one parallel step per round,
+/// run inside one rayon scope so that each is a cheap join between pool threads. The
+/// senders' loads are added to `partitioner`'s at the end.
+#[cfg(feature = "rayon")]
+fn par_route<'a, T, E, O, P>(
+    parts: &mut Vec<O>,
+    partitioner: &mut P,
+    items: &'a [T],
+    fill: E,
+    entry: impl Fn(&'a T) -> (u64, E) + Sync,
+    feed: impl Fn(&mut O, &[E]) + Sync,
+) where
+    T: Sync,
+    E: Copy + Send + Sync,
+    O: Send,
+    P: Partitioner + Send,
+{
+    padded(parts, |slots| route_rounds(slots, partitioner, items, fill, entry, feed));
+}
+
+/// [`par_route`] on parts in their own cache lines.
+#[cfg(feature = "rayon")]
+fn route_rounds<'a, T, E, O, P>(
+    slots: &mut [Padded<O>],
+    partitioner: &mut P,
+    items: &'a [T],
+    fill: E,
+    entry: impl Fn(&'a T) -> (u64, E) + Sync,
+    feed: impl Fn(&mut O, &[E]) + Sync,
+) where
+    T: Sync,
+    E: Copy + Send + Sync,
+    O: Send,
+    P: Partitioner + Send,
+{
+    use rayon::prelude::*;
+    let senders = rayon::current_num_threads().max(1);
+    let workers = slots.len();
+    let mut routers: Vec<P> = (0..senders).map(|_| partitioner.sender()).collect();
+    let mut front: Vec<Buffers<E>> = (0..senders).map(|_| Buffers::new(workers)).collect();
+    let mut back: Vec<Buffers<E>> = (0..senders).map(|_| Buffers::new(workers)).collect();
+    rayon::scope(|_| {
+        let mut rounds = items.chunks(ROUND * senders);
+        let mut routed_before = false;
+        loop {
+            let round = rounds.next();
+            if round.is_none() && !routed_before {
+                break;
+            }
+            let share = round.map_or(1, |round| round.len().div_ceil(senders).max(1));
+            let mut shares = round.unwrap_or_default().chunks(share);
+            let mut to_route = routers.iter_mut().zip(back.iter_mut());
+            let mut to_feed = slots.iter_mut().map(|slot| &mut slot.0);
+            let tasks: Vec<_> = (0..senders.max(workers))
+                .map(|_| (to_feed.next().filter(|_| routed_before), to_route.next().zip(shares.next())))
+                .collect();
+            let ready = &front;
+            tasks.into_par_iter().enumerate().for_each(|(worker, (part, route))| {
+                if let Some(part) = part {
+                    ready.iter().for_each(|buffers| feed(part, buffers.get(worker)));
+                }
+                if let Some(((router, buffers), share)) = route {
+                    buffers.route(router, share, fill, &entry);
+                }
+            });
+            std::mem::swap(&mut front, &mut back);
+            // A sender without a share this round left its buffers as they were: empty them so
+            // that the next step does not feed them again.
+            front.iter_mut().skip(round.map_or(0, |round| round.len().div_ceil(share))).for_each(|b| b.filled.fill(0));
+            routed_before = round.is_some();
+        }
+    });
+    for router in &routers {
+        partitioner.absorb(router);
+    }
+}
+
+/// Runs `f` on the parts, each moved into its own cache lines, and moves them back: side by
+/// side in one vector, two parts' per-item fields (Count-Min's total, say) shared a line
+/// while two threads updated them, and the ping-pong between cores tripled the cost of every
+/// observation (measured). Only the values move; their heap memory stays where it is.
+#[cfg(feature = "rayon")]
+fn padded<O>(parts: &mut Vec<O>, f: impl FnOnce(&mut [Padded<O>])) {
+    let mut slots: Vec<Padded<O>> = std::mem::take(parts).into_iter().map(Padded).collect();
+    f(&mut slots);
+    *parts = slots.into_iter().map(|slot| slot.0).collect();
+}
+
+/// A value alone in its cache lines (128 bytes: a line and the one its neighbour prefetcher
+/// pulls in with it).
+#[cfg(feature = "rayon")]
+#[repr(align(128))]
+struct Padded<O>(O);

@@ -3,17 +3,71 @@
 
 use std::fmt;
 
-use crate::core::ConfigError;
+use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
+use crate::core::{ConfigError, DecodeError};
 use crate::hash::{DEFAULT_SEED, Hashable, derived_index};
 
-/// The seed of the routing hash unless a partitioner is given another (`with_seed`):
-/// distinct from the sketches' default seed, so the worker an item goes to says nothing about
-/// where it lands in the sketch it goes into.
+/// The seed of the routing mix unless a partitioner is given another (`with_seed`; see
+/// [`routing_hash`]).
 ///
 /// It is public, and so is every item's route under it: an adversary who chooses the keys
 /// can send them all to one worker of a [`KeyGrouping`] (or to one pair of a
 /// [`PartialKeyGrouping`]). On untrusted keys, route with a secret seed.
 pub const ROUTING_SEED: u64 = DEFAULT_SEED ^ 0xA5A5_A5A5_A5A5_A5A5;
+
+/// The seed a key is hashed with before [`routing_hash`] mixes in the routing seed: the
+/// sketches' default seed ([`DEFAULT_SEED`]), so that a default-seeded sketch and the
+/// partitioner in front of it share the item's one hash
+/// (`Partitioned::par_observe_hashed`, with the `rayon` feature, hashes each item once).
+///
+/// ```
+/// use synopses::hash::{DEFAULT_SEED, Hashable};
+/// use synopses::stream::{KEY_SEED, KeyGrouping, Partitioner, routing_hash};
+///
+/// let p = KeyGrouping::new(4)?;
+/// assert_eq!(KEY_SEED, DEFAULT_SEED);
+/// let worker = p.choose(routing_hash("k".hash64(KEY_SEED), p.routing_seed()));
+/// assert_eq!(worker, Some(p.clone().route(&"k")));
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+pub const KEY_SEED: u64 = DEFAULT_SEED;
+
+/// The routing hash of a key: its hash under [`KEY_SEED`] (or under the seed of the synopsis
+/// it feeds) mixed with a partitioner's [`routing_seed`](Partitioner::routing_seed), what
+/// [`Partitioner::route_hash`] takes.
+///
+/// The mix is a bijection of the key hash for each seed (an xor with the seed, then two
+/// rounds of xorshift-multiply, the seed again between them): distinct keys keep distinct
+/// routing hashes, and every bit of the route depends on every bit of the key hash, so the
+/// worker an item goes to says nothing about where it lands in the sketch it feeds (a
+/// HyperLogLog's register, a Count-Min's columns), even under the public [`ROUTING_SEED`]. It
+/// costs two multiplications, against a second xxh3 of the item.
+///
+/// What an adversary can do: the key hash is public (xxh3 under a known seed; items with a
+/// chosen hash can be crafted), so under the public [`ROUTING_SEED`] every route is too, and
+/// chosen keys can all be sent to one worker of a [`KeyGrouping`]. Under a secret routing
+/// seed the routes of crafted keys look random to the adversary, who can still (a) send
+/// items of one key hash, which the sketch counts as one item anyway, to one worker, and
+/// (b) learn about the seed by watching routes (the mix is not a cryptographic function):
+/// where loads can be observed, prefer [`PartialKeyGrouping`], whose routing by load bounds
+/// what a targeted key can do to two workers' share.
+///
+/// ```
+/// use synopses::stream::{ROUTING_SEED, routing_hash};
+///
+/// assert_ne!(routing_hash(1, ROUTING_SEED), routing_hash(2, ROUTING_SEED));
+/// assert_ne!(routing_hash(1, ROUTING_SEED), routing_hash(1, 7));
+/// ```
+#[inline]
+#[must_use]
+pub fn routing_hash(key_hash: u64, routing_seed: u64) -> u64 {
+    // Murmur3's finalizer constant, odd: the multiplication is a bijection, and so is the
+    // xorshift by 32 (its own inverse). The product's high half depends on every bit of the
+    // key hash and seed; the shift folds it into the low half that `derived_index` reads.
+    const MULTIPLIER: u64 = 0xFF51_AFD7_ED55_8CCD;
+    let x = (key_hash ^ routing_seed).wrapping_mul(MULTIPLIER);
+    x ^ (x >> 32)
+}
 
 /// The most workers a partitioner routes to.
 const MAX_WORKERS: usize = 1 << 16;
@@ -41,10 +95,33 @@ pub trait Partitioner: Clone {
     /// The number of workers, `n`.
     fn workers(&self) -> usize;
 
-    /// The worker of an item given by its routing hash (of its key, hashed with
+    /// The worker of an item given by its routing hash (its key's [`routing_hash`] under
     /// [`routing_seed`](Self::routing_seed)), counting it in that worker's load. Always below
     /// [`workers`](Self::workers) (an index out of range drops the item).
     fn route_hash(&mut self, hash: u64) -> usize;
+
+    /// Routes a block of routing hashes, writing each one's worker into `workers` (as far as
+    /// the shorter of the two goes): the same workers and loads as
+    /// [`route_hash`](Self::route_hash) one by one, which is what it does unless a partitioner
+    /// overrides it to keep its loads in registers for the block (partial key grouping over
+    /// at most 8 workers does: its loads in memory chain each item to the last).
+    ///
+    /// ```
+    /// use synopses::stream::{PartialKeyGrouping, Partitioner};
+    ///
+    /// let (mut one, mut block) = (PartialKeyGrouping::new(4)?, PartialKeyGrouping::new(4)?);
+    /// let hashes: Vec<u64> = (0..100_u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+    /// let mut workers = vec![0; 100];
+    /// block.route_hashes(&hashes, &mut workers);
+    /// assert!(hashes.iter().zip(&workers).all(|(&h, &w)| one.route_hash(h) == w));
+    /// assert_eq!(one, block);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn route_hashes(&mut self, hashes: &[u64], workers: &mut [usize]) {
+        for (&hash, worker) in hashes.iter().zip(workers) {
+            *worker = self.route_hash(hash);
+        }
+    }
 
     /// Items routed to each worker so far (by this sender, plus any loads absorbed),
     /// saturating at `u64::MAX`.
@@ -109,8 +186,8 @@ pub trait Partitioner: Clone {
         None
     }
 
-    /// The seed keys are hashed with to route them: [`ROUTING_SEED`] unless the partitioner
-    /// was given another.
+    /// The seed mixed into the keys' hashes to route them ([`routing_hash`]):
+    /// [`ROUTING_SEED`] unless the partitioner was given another.
     ///
     /// ```
     /// use synopses::stream::{KeyGrouping, Partitioner, ROUTING_SEED};
@@ -122,10 +199,29 @@ pub trait Partitioner: Clone {
         ROUTING_SEED
     }
 
-    /// The worker of an item: its routing hash, then [`route_hash`](Self::route_hash).
+    /// The worker of an item: its hash under [`KEY_SEED`], then
+    /// [`route_key_hash`](Self::route_key_hash).
     #[inline]
     fn route<T: Hashable + ?Sized>(&mut self, item: &T) -> usize {
-        self.route_hash(item.hash64(self.routing_seed()))
+        self.route_key_hash(item.hash64(KEY_SEED))
+    }
+
+    /// The worker of an item given by its key's hash (under [`KEY_SEED`] for the route of
+    /// [`route`](Self::route)): [`routing_hash`] with this partitioner's seed, then
+    /// [`route_hash`](Self::route_hash). For a caller that already hashed the item to feed a
+    /// sketch of that seed.
+    ///
+    /// ```
+    /// use synopses::hash::Hashable;
+    /// use synopses::stream::{KEY_SEED, PartialKeyGrouping, Partitioner};
+    ///
+    /// let (mut a, mut b) = (PartialKeyGrouping::new(8)?, PartialKeyGrouping::new(8)?);
+    /// assert_eq!(a.route(&"k"), b.route_key_hash("k".hash64(KEY_SEED)));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[inline]
+    fn route_key_hash(&mut self, key_hash: u64) -> usize {
+        self.route_hash(routing_hash(key_hash, self.routing_seed()))
     }
 
     /// The load imbalance `(max − mean) / mean` of the workers' loads: 0 when perfectly
@@ -191,6 +287,29 @@ impl Loads {
     /// The same workers with no load: a new sender's.
     fn cleared(&self) -> Self {
         Self::new(self.workers())
+    }
+
+    /// Bytes of [`put`](Self::put)'s output.
+    fn encoded_len(&self) -> usize {
+        4 + 8 * self.0.len()
+    }
+
+    /// The number of workers (u32), then each worker's load (u64).
+    fn put(&self, w: &mut Writer) {
+        // At most `MAX_WORKERS`, checked by every constructor and decoder.
+        w.put_u32(u32::try_from(self.0.len()).unwrap_or(u32::MAX));
+        self.0.iter().for_each(|&load| w.put_u64(load));
+    }
+
+    /// Reads what [`put`](Self::put) wrote: the number of workers is checked against
+    /// `1..=65536`, and against the bytes present, before the loads are allocated.
+    fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let workers = usize::try_from(r.u32()?).unwrap_or(usize::MAX);
+        if !(1..=MAX_WORKERS).contains(&workers) {
+            return Err(DecodeError::InvalidField { field: "workers", reason: "not in 1..=65536" });
+        }
+        r.expect_items(workers, 8)?;
+        (0..workers).map(|_| r.u64()).collect::<Result<_, _>>().map(Self)
     }
 }
 
@@ -439,6 +558,18 @@ impl Partitioner for PartialKeyGrouping {
         worker
     }
 
+    fn route_hashes(&mut self, hashes: &[u64], workers: &mut [usize]) {
+        macro_rules! in_registers {
+            ($($n:literal)*) => {
+                match self.loads.workers() {
+                    $($n => two_choices::<$n>(&mut self.loads.0, hashes, workers),)*
+                    _ => hashes.iter().zip(workers).for_each(|(&hash, worker)| *worker = self.route_hash(hash)),
+                }
+            };
+        }
+        in_registers!(1 2 3 4 5 6 7 8);
+    }
+
     fn loads(&self) -> &[u64] {
         self.loads.as_slice()
     }
@@ -454,6 +585,28 @@ impl Partitioner for PartialKeyGrouping {
     fn add_load(&mut self, worker: usize, items: u64) {
         self.loads.add(worker, items);
     }
+}
+
+/// [`PartialKeyGrouping::route_hashes`] over `N` workers: `route_hash`'s rule with the loads
+/// in registers (each read by a select over the `N`, each update a masked add to all).
+#[inline]
+fn two_choices<const N: usize>(loads: &mut [u64], hashes: &[u64], workers: &mut [usize]) {
+    let Ok(loads) = <&mut [u64; N]>::try_from(loads) else { return };
+    let mut l = *loads;
+    for (&hash, worker) in hashes.iter().zip(workers) {
+        let (a, b) = (candidate(hash, 0, N), candidate(hash, 1, N));
+        let (mut la, mut lb) = (u64::MAX, u64::MAX);
+        for (w, &load) in l.iter().enumerate() {
+            la = if w == a { load } else { la };
+            lb = if w == b { load } else { lb };
+        }
+        let pick = if lb < la { b } else { a };
+        for (w, load) in l.iter_mut().enumerate() {
+            *load = load.saturating_add(u64::from(w == pick));
+        }
+        *worker = pick;
+    }
+    *loads = l;
 }
 
 /// `d` choices: each key has up to `d` distinct candidate workers (the first distinct ones
@@ -567,3 +720,122 @@ impl Partitioner for DChoices {
         self.loads.add(worker, items);
     }
 }
+
+/// The crate's [binary format](crate::codec) for the partitioners, so that a checkpoint can
+/// save one and restore it exactly: its configuration, seed, the loads it routed and (shuffle
+/// grouping) its position. Every body starts with the loads: the number of workers (u32),
+/// then each worker's load (u64).
+macro_rules! partitioner_codec {
+    ($ty:ident, $family:expr, $doc_new:expr, $doc_body:expr, |$this:ident, $w:ident| $put:block, $extra_len:expr, |$loads:ident, $r:ident| $read:block) => {
+        impl $ty {
+            /// The length of [`to_bytes`](Self::to_bytes)'s output.
+            ///
+            /// ```
+            #[doc = concat!("use synopses::stream::", stringify!($ty), ";")]
+            #[doc = concat!("let p = ", $doc_new, ";")]
+            /// assert_eq!(p.encoded_len(), p.to_bytes().len());
+            /// # Ok::<(), synopses::ConfigError>(())
+            /// ```
+            #[must_use]
+            pub fn encoded_len(&self) -> usize {
+                ENVELOPE_LEN + self.loads.encoded_len() + $extra_len
+            }
+
+            #[doc = concat!("Encodes the partitioner in the crate's [binary format](crate::codec), family code ", stringify!($family), ".")]
+            #[doc = concat!("Body: the loads (the number of workers as u32, then each worker's load as u64), then ", $doc_body, ".")]
+            ///
+            /// ```
+            /// use synopses::stream::Partitioner;
+            #[doc = concat!("use synopses::stream::", stringify!($ty), ";")]
+            ///
+            #[doc = concat!("let mut p = ", $doc_new, ";")]
+            /// (0..100_u64).for_each(|i| drop(p.route(&i)));
+            #[doc = concat!("assert_eq!(", stringify!($ty), "::from_bytes(&p.to_bytes())?, p);")]
+            /// # Ok::<(), synopses::Error>(())
+            /// ```
+            #[must_use]
+            pub fn to_bytes(&self) -> Vec<u8> {
+                let mut $w = Writer::new(<Self as Codec>::FAMILY, self.encoded_len());
+                self.loads.put(&mut $w);
+                let $this = self;
+                $put
+                $w.finish()
+            }
+
+            /// Decodes a partitioner written by [`to_bytes`](Self::to_bytes), validating every
+            /// field (workers in `1..=65536`, one load per worker, the configuration's ranges).
+            ///
+            /// ```
+            #[doc = concat!("use synopses::stream::", stringify!($ty), ";")]
+            ///
+            #[doc = concat!("let bytes = ", $doc_new, ".to_bytes();")]
+            #[doc = concat!("assert!(", stringify!($ty), "::from_bytes(&bytes[..bytes.len() - 1]).is_err());")]
+            /// # Ok::<(), synopses::ConfigError>(())
+            /// ```
+            pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+                let mut $r = Reader::open(bytes, <Self as Codec>::FAMILY)?;
+                let $loads = Loads::read(&mut $r)?;
+                let out = $read;
+                $r.finish()?;
+                Ok(out)
+            }
+        }
+
+        codec_impl!($ty, $family);
+    };
+}
+
+partitioner_codec!(
+    KeyGrouping,
+    14,
+    "KeyGrouping::with_seed(4, 7)?",
+    "the routing seed (u64)",
+    |p, w| { w.put_u64(p.seed) },
+    8,
+    |loads, r| { Self { loads, seed: r.u64()? } }
+);
+
+partitioner_codec!(
+    ShuffleGrouping,
+    15,
+    "ShuffleGrouping::new(3)?",
+    "the next worker of the round robin (u32, below the number of workers)",
+    |p, w| { w.put_u32(u32::try_from(p.next).unwrap_or(u32::MAX)) },
+    4,
+    |loads, r| {
+        let next = usize::try_from(r.u32()?).unwrap_or(usize::MAX);
+        if next >= loads.workers() {
+            return Err(DecodeError::InvalidField { field: "next", reason: "not below the number of workers" });
+        }
+        Self { loads, next }
+    }
+);
+
+partitioner_codec!(
+    PartialKeyGrouping,
+    16,
+    "PartialKeyGrouping::with_seed(4, 7)?",
+    "the routing seed (u64)",
+    |p, w| { w.put_u64(p.seed) },
+    8,
+    |loads, r| { Self { loads, seed: r.u64()? } }
+);
+
+partitioner_codec!(
+    DChoices,
+    17,
+    "DChoices::with_seed(8, 3, 7)?",
+    "the number of choices (u8, in `1..=64`) and the routing seed (u64)",
+    |p, w| {
+        w.put_u8(u8::try_from(p.choices).unwrap_or(u8::MAX));
+        w.put_u64(p.seed);
+    },
+    9,
+    |loads, r| {
+        let choices = usize::from(r.u8()?);
+        if !(1..=MAX_CHOICES).contains(&choices) {
+            return Err(DecodeError::InvalidField { field: "choices", reason: "not in 1..=64" });
+        }
+        Self { loads, choices, seed: r.u64()? }
+    }
+);
