@@ -102,13 +102,15 @@ pub(crate) const ENVELOPE_LEN: usize = HEADER_LEN + CHECKSUM_LEN;
 ///
 /// | code | type | code | type |
 /// |---|---|---|---|
-/// | 1 | `FlajoletMartin` | 7 | `Reservoir` |
-/// | 2 | `HyperLogLog` | 8 | `WeightedReservoir` |
-/// | 3 | `CountMin` | 9 | `PrioritySample` |
-/// | 4 | `Bloom` | 10 | `UltraLogLog` |
-/// | 5 | `HeavyHitters` | 11 | `ExaLogLog` |
-/// | 6 | `CountingBloom` | 12 | `stream::CountWindow` |
-/// | | | 13 | `stream::TimeWindow` |
+/// | 1 | `FlajoletMartin` | 10 | `UltraLogLog` |
+/// | 2 | `HyperLogLog` | 11 | `ExaLogLog` |
+/// | 3 | `CountMin` | 12 | `stream::CountWindow` |
+/// | 4 | `Bloom` | 13 | `stream::TimeWindow` |
+/// | 5 | `HeavyHitters` | 14 | `stream::KeyGrouping` |
+/// | 6 | `CountingBloom` | 15 | `stream::ShuffleGrouping` |
+/// | 7 | `Reservoir` | 16 | `stream::PartialKeyGrouping` |
+/// | 8 | `WeightedReservoir` | 17 | `stream::DChoices` |
+/// | 9 | `PrioritySample` | | |
 ///
 /// ```
 /// use synopses::cardinality::HyperLogLog;

@@ -319,3 +319,68 @@ fn windows_restore_and_continue_exactly() -> Result<(), Box<dyn Error>> {
     assert_eq!(last.window()?, last_again.window()?);
     Ok(())
 }
+
+/// A partitioned operator checkpointed between two parallel batches (a consistent cut: every
+/// part has seen the same prefix), restored and continued, holds the uninterrupted run's parts
+/// and partitioner loads, bit for bit: a sketch under partial key grouping (whose loads decide
+/// the routes to come) and a sampler under shuffle grouping (whose parts' random streams
+/// decide the sample).
+#[cfg(feature = "rayon")]
+#[test]
+fn partitioned_operators_restore_between_batches() -> Result<(), Box<dyn Error>> {
+    use synopses::stream::{PartialKeyGrouping, Partitioned, ShuffleGrouping};
+
+    fn batches<O, P>(run: &mut Partitioned<O, P>, from: u64, to: u64)
+    where
+        O: for<'a> Operator<&'a u64> + synopses::core::Mergeable + Send,
+        P: synopses::stream::Partitioner + Send + Sync,
+    {
+        for batch in from..to {
+            let items: Vec<u64> = epoch_items(batch).into_iter().map(|i| i % 3_000).collect();
+            run.par_observe(&items);
+        }
+    }
+    fn check<O, P>(mut run: Partitioned<O, P>, dir: &Path) -> Result<(), Box<dyn Error>>
+    where
+        O: for<'a> Operator<&'a u64> + synopses::core::Mergeable + synopses::codec::Codec + Send,
+        P: synopses::stream::Partitioner + synopses::codec::Codec + Send + Sync,
+    {
+        let store = Checkpoints::open(dir)?;
+        batches(&mut run, 0, 4);
+        store.save(4, &run)?;
+        let restored = store.latest::<Partitioned<O, P>>()?.ok_or("no checkpoint")?;
+        assert_eq!(restored.epoch, 4);
+        let mut resumed = restored.state;
+        batches(&mut run, 4, 8);
+        batches(&mut resumed, 4, 8);
+        assert_eq!(resumed.snapshot(), run.snapshot());
+        Ok(())
+    }
+
+    let tmp = TempDir::new("partitioned");
+    check(Partitioned::new(&HyperLogLog::new(11)?, PartialKeyGrouping::new(3)?)?, &tmp.0.join("pkg"))?;
+    check(Partitioned::new(&Reservoir::<u64>::new(40, 5)?, ShuffleGrouping::new(2)?)?, &tmp.0.join("shuffle"))?;
+    check(Partitioned::new(&CountMin::new(256, 4)?, PartialKeyGrouping::new(4)?)?, &tmp.0.join("cm"))?;
+
+    // A checkpoint whose parts disagree on their configuration is damaged: the previous one is
+    // restored.
+    let store = Checkpoints::open(tmp.0.join("mixed"))?;
+    let good = Partitioned::new(&HyperLogLog::new(11)?, PartialKeyGrouping::new(2)?)?;
+    store.save(1, &good)?;
+    let mut mixed = good.snapshot();
+    mixed[2] = HyperLogLog::new(12)?.to_bytes();
+    // Saved whole (a manifest that matches its files), through a state of raw parts.
+    struct Raw(Vec<Vec<u8>>);
+    impl Snapshot for Raw {
+        fn snapshot(&self) -> Vec<Vec<u8>> {
+            self.0.clone()
+        }
+        fn restore(parts: &[Vec<u8>]) -> Result<Self, synopses::DecodeError> {
+            Ok(Self(parts.to_vec()))
+        }
+    }
+    store.save(2, &Raw(mixed))?;
+    let restored = store.latest::<Partitioned<HyperLogLog, PartialKeyGrouping>>()?.ok_or("none")?;
+    assert_eq!((restored.epoch, restored.skipped.len()), (1, 1));
+    Ok(())
+}

@@ -241,8 +241,18 @@ type Decoder = fn(&[u8]) -> Result<(), DecodeError>;
 /// Family codes are never shared: two types of one code would read each other's bytes.
 #[test]
 fn family_codes_are_distinct() {
+    use synopses::stream::{CountWindow, DChoices, KeyGrouping, PartialKeyGrouping, ShuffleGrouping, TimeWindow};
     let mut seen = std::collections::HashMap::new();
-    for (code, name) in families() {
+    // Every type with an encoding: the synopses, and the stream operators' state.
+    let stream = [
+        (CountWindow::<HyperLogLog>::FAMILY, "CountWindow"),
+        (TimeWindow::<HyperLogLog>::FAMILY, "TimeWindow"),
+        (KeyGrouping::FAMILY, "KeyGrouping"),
+        (ShuffleGrouping::FAMILY, "ShuffleGrouping"),
+        (PartialKeyGrouping::FAMILY, "PartialKeyGrouping"),
+        (DChoices::FAMILY, "DChoices"),
+    ];
+    for (code, name) in families().into_iter().chain(stream) {
         let first = *seen.entry(code).or_insert(name);
         assert_eq!(first, name, "family code {code} is used twice");
     }

@@ -64,7 +64,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::codec::Codec;
-use crate::core::{ConfigError, DecodeError};
+use crate::core::{ConfigError, DecodeError, Mergeable};
 use crate::hash::hash_bytes;
 
 /// State that can be saved as a list of byte parts and restored from them: what
@@ -104,6 +104,52 @@ impl<S: Codec> Snapshot for S {
             [one] => S::from_bytes(one),
             _ => Err(DecodeError::InvalidField { field: "parts", reason: "a single synopsis is one part" }),
         }
+    }
+}
+
+/// A partitioned operator is its partitioner (its configuration, seed and loads, which decide
+/// where partial key grouping sends the next item) and then one part per worker; restoring
+/// checks one part per worker, of one configuration.
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::stream::{PartialKeyGrouping, Partitioned, Snapshot};
+///
+/// let mut parts = Partitioned::new(&HyperLogLog::new(10)?, PartialKeyGrouping::new(3)?)?;
+/// (0..5000_u64).for_each(|i| parts.observe(i % 700));
+/// let saved = parts.snapshot();
+/// assert_eq!(saved.len(), 1 + 3);
+/// let mut restored = Partitioned::<HyperLogLog, PartialKeyGrouping>::restore(&saved)?;
+/// (5000..9000_u64).for_each(|i| {
+///     parts.observe(i % 700);
+///     restored.observe(i % 700);
+/// });
+/// assert_eq!(restored.parts(), parts.parts());
+/// assert_eq!(restored.partitioner(), parts.partitioner());
+/// # Ok::<(), synopses::Error>(())
+/// ```
+impl<O, P> Snapshot for super::Partitioned<O, P>
+where
+    O: Codec + Mergeable,
+    P: super::Partitioner + Codec,
+{
+    fn snapshot(&self) -> Vec<Vec<u8>> {
+        std::iter::once(self.partitioner().to_bytes()).chain(self.parts().iter().map(Codec::to_bytes)).collect()
+    }
+
+    fn restore(parts: &[Vec<u8>]) -> Result<Self, DecodeError> {
+        let invalid = |reason| DecodeError::InvalidField { field: "parts", reason };
+        let (partitioner, parts) = parts.split_first().ok_or(invalid("no partitioner"))?;
+        let partitioner = P::from_bytes(partitioner)?;
+        let parts = parts.iter().map(|bytes| O::from_bytes(bytes)).collect::<Result<Vec<O>, _>>()?;
+        // Parts of one configuration: their empty instances merge.
+        if let Some((first, rest)) = parts.split_first() {
+            let mut probe = first.empty_like();
+            if rest.iter().any(|part| probe.merge(&part.empty_like()).is_err()) {
+                return Err(invalid("parts of different configurations"));
+            }
+        }
+        super::Partitioned::from_parts(parts, partitioner).map_err(|_| invalid("not one part per worker"))
     }
 }
 
