@@ -72,18 +72,31 @@
 //!
 //! # Several processes or machines: timely dataflow
 //!
-//! With the `timely` feature, [`SketchStream`](timely::SketchStream) and
-//! [`SketchByKey`](timely::SketchByKey) make any synopsis an operator inside a
-//! [timely dataflow](https://docs.rs/timely) computation: `sketch` gives one synopsis per
-//! completed timestamp, `sketch_by_key` one per key per timestamp, with items
-//! routed by these partitioners (partial key grouping included: the two halves of a hot key
-//! merge downstream). Each worker folds its own items; when timely's progress tracking says a
+//! With the `timely` feature, [`SketchStream`],
+//! [`SketchByKey`] and [`SketchWindows`] make any
+//! synopsis an operator inside a [timely dataflow](https://docs.rs/timely) computation:
+//! `sketch` gives one synopsis per completed timestamp, `sketch_by_key` one per key per
+//! timestamp, with items routed by these partitioners (partial key grouping included: the two
+//! halves of a hot key merge downstream), and `windows` one per tumbling or sliding window of
+//! timestamps. Each worker folds its own items; when timely's progress tracking says a
 //! time is complete, only the parts' [encodings](crate::codec::Codec) cross workers, and
 //! per-time state is dropped, so memory does not grow with the stream. Threads, processes and
 //! machines are timely's `-w`, `-n`, `-p` and `-h` flags, read and checked by
-//! [`config_from_args`](timely::config_from_args) (`examples/timely.rs`); `tests/timely.rs`
+//! [`config_from_args`] (`examples/timely.rs`); `tests/timely.rs`
 //! checks every time's result against a sequential pass, with 1, 2 and 4 threads and 2
 //! processes on 127.0.0.1.
+//!
+//! # Checkpoints
+//!
+//! [`Checkpoints`] saves an operator's whole state at a consistent point (between batches on
+//! rayon; at a completed timestamp in timely, where every worker has seen the same prefix) to
+//! a directory, one file per part, atomically, and restores the newest intact checkpoint: a
+//! synopsis, a window with all its panes, a [`Partitioned`] with its partitioner's loads and
+//! its parts, a sampler with its random generator. Restore-and-continue gives the state of the
+//! run that never stopped, bit for bit (`tests/checkpoint.rs` checks every reachable state of
+//! every synopsis, windows and partitioned operators; `tests/timely.rs` a dataflow crashed
+//! mid-epoch; `examples/timely.rs --kill-demo` a process killed by SIGKILL). The
+//! [module](checkpoint) teaches snapshots and state backends.
 //!
 //! # Limits and adversaries
 //!
@@ -121,6 +134,15 @@
 #![cfg_attr(not(feature = "rayon"), doc = "[`OperatorExt::par_observe`]: crate::core::OperatorExt")]
 #![cfg_attr(not(feature = "rayon"), doc = "[`Partitioned::par_observe`]: Partitioned")]
 #![cfg_attr(not(feature = "rayon"), doc = "[`Partitioned::par_observe_hashed`]: Partitioned")]
+// Without `timely` the links to its operators point at this module.
+#![cfg_attr(feature = "timely", doc = "[`SketchStream`]: timely::SketchStream")]
+#![cfg_attr(feature = "timely", doc = "[`SketchByKey`]: timely::SketchByKey")]
+#![cfg_attr(feature = "timely", doc = "[`SketchWindows`]: timely::SketchWindows")]
+#![cfg_attr(feature = "timely", doc = "[`config_from_args`]: timely::config_from_args")]
+#![cfg_attr(not(feature = "timely"), doc = "[`SketchStream`]: self")]
+#![cfg_attr(not(feature = "timely"), doc = "[`SketchByKey`]: self")]
+#![cfg_attr(not(feature = "timely"), doc = "[`SketchWindows`]: self")]
+#![cfg_attr(not(feature = "timely"), doc = "[`config_from_args`]: self")]
 
 pub mod checkpoint;
 mod panes;
