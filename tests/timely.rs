@@ -567,3 +567,48 @@ fn a_crashed_computation_restored_from_its_checkpoint_finishes_with_the_uninterr
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
+
+/// Times far apart (more open panes' worth than a window keeps ahead of its watermark) are
+/// windowed like any others: the watermark follows timely's frontier through quiet stretches.
+#[test]
+fn windows_follow_the_frontier_across_long_gaps() -> Result<(), Box<dyn Error>> {
+    use synopses::stream::timely::SketchWindows;
+    use synopses::stream::{TimeWindow, Window};
+
+    const TIMES: [u64; 5] = [0, 1, 2, 200_000, 10_000_000_000];
+    let shape = Window::sliding(2, 1)?;
+    let mut sequential = TimeWindow::new(&count_min(), shape, 0)?;
+    let mut expected = Vec::new();
+    for time in TIMES {
+        expected.extend(sequential.advance_to(time)?.into_iter().map(|w| (w.start, w.end, w.synopsis)));
+        (0..100).for_each(|i| drop(sequential.observe_at(time, item(time + i))));
+    }
+    expected.extend(sequential.advance_to(u64::MAX)?.into_iter().map(|w| (w.start, w.end, w.synopsis)));
+    let found = timely::execute_directly(move |worker| {
+        let found = Rc::new(RefCell::new(Vec::new()));
+        let sink = Rc::clone(&found);
+        let mut input = InputHandle::<u64, _>::new();
+        worker.dataflow::<u64, _, _>(|scope| -> Result<(), String> {
+            let sketched = scope.input_from(&mut input).container::<Vec<Item>>().sketch(&count_min());
+            let windows = sketched.windows(&count_min(), shape).map_err(|e| e.to_string())?;
+            windows.inspect(move |w| sink.borrow_mut().push(w.clone()));
+            Ok(())
+        })?;
+        for time in TIMES {
+            input.advance_to(time);
+            (0..100).for_each(|i| input.send(item(time + i)));
+            worker.step();
+        }
+        drop(input);
+        while worker.step() {}
+        found
+            .take()
+            .into_iter()
+            .map(|w| w.map(|w| (w.start, w.end, w.synopsis)).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, String>>()
+    })?;
+    // Times 0, 1 and 2 share windows: 4 windows for them, 2 for each of the others.
+    assert_eq!(found.len(), 8);
+    assert_eq!(found, expected);
+    Ok(())
+}

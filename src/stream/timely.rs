@@ -474,6 +474,29 @@ where
                 let mut held: Option<Capability<u64>> = None;
                 let mut newest = None::<u64>;
                 move |(input, frontier), output| {
+                    // Every time below the frontier is complete (all of them, once it is empty),
+                    // and every message waiting has a time at or after it: the watermark moves
+                    // there first, so a time far after a quiet stretch is not refused as too
+                    // early, and even while nothing is held.
+                    let complete = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                    let closed = panes.advance_to(complete);
+                    if let Some(capability) = held.as_ref() {
+                        match closed {
+                            Ok(closed) => {
+                                for window in closed {
+                                    // (A window holds an item of a time at or after the held
+                                    // one, so `end − 1` is not before it.)
+                                    let at = capability.delayed(&window.end.saturating_sub(1).max(*capability.time()));
+                                    output.session(&at).give(Ok(window));
+                                }
+                            }
+                            Err(e) => output.session(capability).give(Err(Error::Merge(e))),
+                        }
+                    } else {
+                        // Nothing held: no window holds an item, and windows without one are
+                        // not emitted; a merge fails only over items.
+                        debug_assert!(closed.is_ok_and(|closed| closed.is_empty()));
+                    }
                     let port = output.output_index();
                     input.for_each_stamp(|stamp, batches| {
                         let Some(capability) = stamp.retain_least(port) else { return };
@@ -496,25 +519,6 @@ where
                             held = Some(capability);
                         }
                     });
-                    // Every time below the frontier is complete (all of them, once it is empty).
-                    let complete = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
-                    if held.is_some() {
-                        let closed = panes.advance_to(complete);
-                        if let Some(capability) = held.as_ref() {
-                            match closed {
-                                Ok(closed) => {
-                                    for window in closed {
-                                        // (A window holds an item of a time at or after the
-                                        // held one, so `end − 1` is not before it.)
-                                        let at =
-                                            capability.delayed(&window.end.saturating_sub(1).max(*capability.time()));
-                                        output.session(&at).give(Ok(window));
-                                    }
-                                }
-                                Err(e) => output.session(capability).give(Err(Error::Merge(e))),
-                            }
-                        }
-                    }
                     let done = newest.is_none_or(|n| complete == u64::MAX || complete > n.saturating_add(size));
                     if done {
                         held = None;
