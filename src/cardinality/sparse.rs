@@ -160,18 +160,25 @@ impl Sparse {
     /// entries the set will hold ([`limit`]): the table grows fourfold, which rehashes a third
     /// as many entries on the way to the full table as doubling would, but never past the
     /// table that holds `limit` entries, whose bytes are the dense form's.
+    #[inline]
     pub(crate) fn insert_at(&mut self, empty_slot: usize, entry: u32, limit: usize) {
-        let slot = if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.grow_to((self.slots.len() * 4).clamp(INITIAL_SLOTS, full_table(limit)));
-            match self.find(entry) {
-                Err(i) => i,
-                Ok(_) => return,
-            }
-        } else {
-            empty_slot
-        };
-        self.slots[slot] = entry;
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            return self.grow_and_insert(entry, limit);
+        }
+        self.slots[empty_slot] = entry;
         self.len += 1;
+    }
+
+    /// [`insert_at`](Self::insert_at) into a grown table: out of line, as the few growths
+    /// are, so that the insertion of every other entry is a store in the caller's loop.
+    #[cold]
+    #[inline(never)]
+    fn grow_and_insert(&mut self, entry: u32, limit: usize) {
+        self.grow_to((self.slots.len() * 4).clamp(INITIAL_SLOTS, full_table(limit)));
+        if let Err(slot) = self.find(entry) {
+            self.slots[slot] = entry;
+            self.len += 1;
+        }
     }
 
     /// Makes the table the full one of `limit` entries now, for a batch that may well fill
