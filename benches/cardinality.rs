@@ -839,6 +839,60 @@ fn bench_ull_ell_merge(c: &mut Criterion) {
     g.finish();
 }
 
+/// Sizes of the `fresh` group: a pane of a window, a part of the timely operator.
+const FRESH_SIZES: [usize; 2] = [10_000, 1_000_000];
+
+/// `n` items through `observe_all` into a fresh sketch (`fresh`), against the same `n` items
+/// into a clone of a sketch that saw `N_STEADY` others (`steady`, made in setup): what a
+/// window or a timely part pays for starting a sketch, over a long-running one. A fresh
+/// sketch goes through the sparse mode, its densification and the early dense phase, where
+/// most items change a register.
+fn bench_fresh(c: &mut Criterion) {
+    let history = &gen_u64s(N + N_STEADY)[N..];
+    let mut g = big_group(c, "fresh/observe_all");
+    for n in FRESH_SIZES {
+        let items = &data().u64s[..n];
+        g.throughput(Throughput::Elements(n as u64));
+        let case = |g: &mut BenchmarkGroup<'_, WallTime>, name: String, make: &dyn Fn() -> Sketch| {
+            g.bench_function(id(format_args!("n{n}"), &name), |b| {
+                b.iter_batched(
+                    make,
+                    |mut s| {
+                        s.observe_all(items);
+                        s
+                    },
+                    BatchSize::LargeInput,
+                );
+            });
+        };
+        let hll_seen = filled(history, || synopses_hll(14), |s, x| s.observe(x));
+        case(&mut g, "hll_p14_fresh".into(), &|| Sketch::Hll(synopses_hll(14)));
+        case(&mut g, "hll_p14_steady".into(), &|| Sketch::Hll(hll_seen.clone()));
+        let ull_seen = filled(history, || ull(12), |s, x| s.observe(x));
+        case(&mut g, "ull_p12_fresh".into(), &|| Sketch::Ull(ull(12)));
+        case(&mut g, "ull_p12_steady".into(), &|| Sketch::Ull(ull_seen.clone()));
+        case(&mut g, "ell_p12_fresh".into(), &|| Sketch::Ell(ell(12)));
+    }
+    g.finish();
+}
+
+/// The sketches of the `fresh` group, behind one `observe_all`.
+enum Sketch {
+    Hll(HyperLogLog),
+    Ull(UltraLogLog),
+    Ell(ExaLogLog),
+}
+
+impl Sketch {
+    fn observe_all(&mut self, items: &[u64]) {
+        match self {
+            Self::Hll(s) => s.observe_all(items),
+            Self::Ull(s) => s.observe_all(items),
+            Self::Ell(s) => s.observe_all(items),
+        }
+    }
+}
+
 criterion_group!(
     benches,
     bench_observe_u64,
@@ -851,6 +905,7 @@ criterion_group!(
     bench_ull_ell_observe,
     bench_ull_ell_observe_steady,
     bench_ull_ell_estimate,
-    bench_ull_ell_merge
+    bench_ull_ell_merge,
+    bench_fresh
 );
 criterion_main!(benches);

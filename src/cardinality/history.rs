@@ -139,6 +139,7 @@ impl<R: Cell> Core<R> {
     /// them (and the caller's seed) in registers instead of reloading them for each item.
     #[inline]
     pub(crate) fn observe_hashes(&mut self, mut hashes: impl Iterator<Item = u64>) {
+        self.expect_items(hashes.size_hint().0);
         while self.is_sparse() {
             let Some(hash) = hashes.next() else { return };
             self.observe_hash_as(self.shape, hash);

@@ -228,6 +228,7 @@ impl HyperLogLog {
     /// ```
     pub fn observe_all<T: Hashable, I: IntoIterator<Item = T>>(&mut self, items: I) {
         let mut items = items.into_iter();
+        self.expect_items(items.size_hint().0);
         while self.is_sparse() {
             match items.next() {
                 Some(item) => self.observe(item),
@@ -757,6 +758,7 @@ impl Lifecycle for HyperLogLog {
         let mut dense = Dense::new(self.precision);
         if let Repr::Sparse(sparse) = &self.repr {
             dense.absorb_entries(sparse.entries(), self.precision);
+            dense.recount(self.precision);
         }
         dense.agg.martingale = martingale;
         self.repr = Repr::Dense(dense);
@@ -971,11 +973,15 @@ impl Dense {
         }
     }
 
-    /// Raises the registers of sparse entries, without the martingale.
+    /// Raises the registers of sparse entries, leaving the aggregates to a
+    /// [`recount`](Self::recount): one pass over the registers costs less than following
+    /// thousands of changes one by one.
     fn absorb_entries(&mut self, entries: impl Iterator<Item = u32>, p: u8) {
         for entry in entries {
             let (index, rank) = entry_register(entry, p);
-            self.set_max(index, rank, p);
+            if let Some(slot) = self.registers.get_mut(index) {
+                *slot = (*slot).max(rank);
+            }
         }
     }
 

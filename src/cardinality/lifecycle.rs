@@ -88,7 +88,7 @@ pub(crate) trait Lifecycle: Clone {
             let Err(empty_slot) = sparse.find(entry) else { return };
             let count = sparse.len();
             if count < limit {
-                sparse.insert_at(empty_slot, entry);
+                sparse.insert_at(empty_slot, entry, limit);
                 return;
             }
             // In a stream, the exact count so far starts the martingale, which then goes on
@@ -96,6 +96,18 @@ pub(crate) trait Lifecycle: Clone {
             self.densify(observed.then_some(count as f64));
         }
         self.apply_entry(entry, observed);
+    }
+
+    /// Readies a sparse sketch for a batch of at least `items` items: one that could fill
+    /// the sparse form gets its full table now (see [`Sparse::presize`]). The entries, and
+    /// so every answer, stay those the items give.
+    fn expect_items(&mut self, items: usize) {
+        let limit = self.limit();
+        if items > limit
+            && let Some(sparse) = self.sparse_mut()
+        {
+            sparse.presize(limit);
+        }
     }
 
     /// Merges a sketch of the same shape and seed (the callers check them).

@@ -80,6 +80,12 @@ pub(crate) fn limit(dense_bytes: usize) -> usize {
     dense_bytes / 4 * 3 / 4
 }
 
+/// The slots of the table that holds `limit` entries at a load of 3/4: those of the dense
+/// form's bytes when `limit` is [`limit`]'s.
+fn full_table(limit: usize) -> usize {
+    (limit * 4 / 3).next_power_of_two().max(INITIAL_SLOTS)
+}
+
 /// Whether a dense sketch of precision `p` with `set` registers set can hold more than
 /// `limit` distinct entries, as every sketch that turned dense does: at most
 /// `2^(26 − p) · 39` entries land in one register (the entry bits below its index, and the
@@ -150,24 +156,47 @@ impl Sparse {
     }
 
     /// Inserts an absent entry at the empty slot `find` gave, first growing the table (and
-    /// then finding a new slot) if that would take its load above 3/4.
-    pub(crate) fn insert_at(&mut self, empty_slot: usize, entry: u32) {
-        let slot = if (self.len + 1) * 4 > self.slots.len() * 3 {
-            let grown = vec![0; (self.slots.len() * 2).max(INITIAL_SLOTS)];
-            let old = std::mem::replace(&mut self.slots, grown);
-            for e in old.into_iter().filter(|&e| e != 0) {
-                let Err(i) = self.find(e) else { continue };
-                self.slots[i] = e;
-            }
-            match self.find(entry) {
-                Err(i) => i,
-                Ok(_) => return,
-            }
-        } else {
-            empty_slot
-        };
-        self.slots[slot] = entry;
+    /// then finding a new slot) if that would take its load above 3/4. `limit` is the most
+    /// entries the set will hold ([`limit`]): the table grows fourfold, which rehashes a third
+    /// as many entries on the way to the full table as doubling would, but never past the
+    /// table that holds `limit` entries, whose bytes are the dense form's.
+    #[inline]
+    pub(crate) fn insert_at(&mut self, empty_slot: usize, entry: u32, limit: usize) {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            return self.grow_and_insert(entry, limit);
+        }
+        self.slots[empty_slot] = entry;
         self.len += 1;
+    }
+
+    /// [`insert_at`](Self::insert_at) into a grown table: out of line, as the few growths
+    /// are, so that the insertion of every other entry is a store in the caller's loop.
+    #[cold]
+    #[inline(never)]
+    fn grow_and_insert(&mut self, entry: u32, limit: usize) {
+        self.grow_to((self.slots.len() * 4).clamp(INITIAL_SLOTS, full_table(limit)));
+        if let Err(slot) = self.find(entry) {
+            self.slots[slot] = entry;
+            self.len += 1;
+        }
+    }
+
+    /// Makes the table the full one of `limit` entries now, for a batch that may well fill
+    /// it: no growth, and no rehash, on the way.
+    pub(crate) fn presize(&mut self, limit: usize) {
+        let full = full_table(limit);
+        if self.slots.len() < full {
+            self.grow_to(full);
+        }
+    }
+
+    /// Moves the entries to a table of `slots` slots (a power of two that holds them).
+    fn grow_to(&mut self, slots: usize) {
+        let old = std::mem::replace(&mut self.slots, vec![0; slots]);
+        for e in old.into_iter().filter(|&e| e != 0) {
+            let Err(i) = self.find(e) else { continue };
+            self.slots[i] = e;
+        }
     }
 
     /// The entries, in table order.
@@ -216,4 +245,37 @@ pub(crate) fn decode_entries(r: &mut Reader<'_>, limit: usize, mut add: impl FnM
         add(entry);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fills a set to `limit` entries as `add_entry` does, presized or growing.
+    fn filled(limit: usize, presized: bool) -> Sparse {
+        let mut set = Sparse::new();
+        if presized {
+            set.presize(limit);
+        }
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        while set.len() < limit {
+            x = x.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(1);
+            if let Err(slot) = set.find(entry(x, 0)) {
+                set.insert_at(slot, entry(x, 0), limit);
+            }
+        }
+        set
+    }
+
+    #[test]
+    fn the_table_never_outgrows_the_dense_form() {
+        for dense_bytes in (4..=20).map(|k| 1usize << k) {
+            let limit = limit(dense_bytes);
+            let (grown, presized) = (filled(limit, false), filled(limit, true));
+            assert_eq!(grown.heap_bytes(), dense_bytes, "dense bytes {dense_bytes}");
+            assert_eq!(presized.heap_bytes(), dense_bytes, "dense bytes {dense_bytes}");
+            assert!(grown.same_entries(&presized) && presized.same_entries(&grown));
+            assert_eq!(grown.sorted_entries(), presized.sorted_entries());
+        }
+    }
 }
