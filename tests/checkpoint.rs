@@ -384,3 +384,43 @@ fn partitioned_operators_restore_between_batches() -> Result<(), Box<dyn Error>>
     assert_eq!((restored.epoch, restored.skipped.len()), (1, 1));
     Ok(())
 }
+
+/// Saving an epoch again replaces its checkpoint; a crash between setting the old one aside
+/// and putting the new one in place loses neither; names `save` never writes are ignored.
+#[test]
+fn replacing_a_checkpoint_never_leaves_none() -> Result<(), Box<dyn Error>> {
+    let tmp = TempDir::new("replace");
+    let store = Checkpoints::open(&tmp.0)?.keep(1)?;
+    let mut hll = HyperLogLog::new(10)?;
+    hll.observe_all(0..50_u64);
+    store.save(3, &hll)?;
+    let old = hll.clone();
+    hll.observe_all(50..100_u64);
+    store.save(3, &hll)?;
+    assert_eq!(store.load::<HyperLogLog>(3)?, hll);
+    assert_eq!(store.epochs()?, [3]);
+
+    // A crash after the old checkpoint was set aside, before the new one landed.
+    let epoch_3 = epoch_dir(&tmp.0, 3);
+    let aside = tmp.0.join(format!(".replaced-{:020}", 3));
+    fs::rename(&epoch_3, &aside)?;
+    fs::create_dir(tmp.0.join(".saving-1-0-00000000000000000003"))?;
+    let store = Checkpoints::open(&tmp.0)?;
+    assert!(!aside.exists());
+    assert_eq!(store.latest::<HyperLogLog>()?.map(|r| (r.epoch, r.state)), Some((3, hll.clone())));
+
+    // A crash after the new one landed, before the old one was deleted.
+    Checkpoints::open(tmp.0.join("elsewhere"))?.save(3, &old)?;
+    fs::rename(epoch_dir(&tmp.0.join("elsewhere"), 3), &aside)?;
+    let store = Checkpoints::open(&tmp.0)?;
+    assert!(!aside.exists());
+    assert_eq!(store.load::<HyperLogLog>(3)?, hll);
+
+    // Only 20-digit names are checkpoints.
+    fs::create_dir(tmp.0.join("epoch-5"))?;
+    fs::create_dir(tmp.0.join("epoch-+0000000000000000007"))?;
+    assert_eq!(store.epochs()?, [3]);
+    store.save(4, &hll)?;
+    assert_eq!(store.latest::<HyperLogLog>()?.map(|r| r.epoch), Some(4));
+    Ok(())
+}

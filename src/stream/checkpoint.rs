@@ -29,7 +29,9 @@
 //! their lengths and checksums. A checkpoint is written into a temporary directory, every file
 //! flushed to the device, and then renamed into place in one atomic step: a crash while saving
 //! leaves a temporary directory (removed the next time the store opens), never a half-written
-//! checkpoint under a final name, and the previous checkpoint untouched. Restoring takes the
+//! checkpoint under a final name, and the previous checkpoint untouched. Saving an epoch that
+//! already has a checkpoint sets the old one aside first and deletes it only once its
+//! replacement is in place (a crash in between puts it back when the store next opens). Restoring takes the
 //! newest checkpoint whose manifest and parts all check out; a damaged one (a truncated or
 //! corrupted file, a missing part) is skipped, reported in [`Restored::skipped`], and the one
 //! before it is used. The newest [`keep`](Checkpoints::keep) checkpoints are kept (2 unless
@@ -62,6 +64,7 @@ use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::codec::Codec;
 use crate::core::{ConfigError, DecodeError, Mergeable};
@@ -226,7 +229,11 @@ impl std::error::Error for CheckpointError {
 }
 
 /// A directory of checkpoints: [`save`](Self::save) writes one atomically, and
-/// [`latest`](Self::latest) restores the newest that is intact. One writer at a time.
+/// [`latest`](Self::latest) restores the newest that is intact.
+///
+/// One writer at a time: [`open`](Self::open) clears what crashed saves left, so a directory
+/// is opened by its writer, and by readers only while no save runs (as every process of a
+/// timely computation does at startup, before any epoch can complete).
 ///
 /// ```
 /// use synopses::cardinality::HyperLogLog;
@@ -263,6 +270,7 @@ const MANIFEST_ENTRY: usize = 16;
 const CHECKSUM_SEED: u64 = 0x5359_4350;
 const EPOCH_PREFIX: &str = "epoch-";
 const TEMP_PREFIX: &str = ".saving-";
+const REPLACED_PREFIX: &str = ".replaced-";
 
 impl Checkpoints {
     /// The checkpoints in `dir`, created if it does not exist. Temporary directories left by a
@@ -281,13 +289,27 @@ impl Checkpoints {
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, CheckpointError> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(CheckpointError::io(&dir))?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent)?;
+        }
         for entry in fs::read_dir(&dir).map_err(CheckpointError::io(&dir))? {
             let entry = entry.map_err(CheckpointError::io(&dir))?;
-            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
-                let path = entry.path();
+            let (name, path) = (entry.file_name(), entry.path());
+            let name = name.to_string_lossy();
+            if name.starts_with(TEMP_PREFIX) {
                 fs::remove_dir_all(&path).map_err(CheckpointError::io(&path))?;
+            } else if let Some(epoch) = name.strip_prefix(REPLACED_PREFIX) {
+                // A save that crashed while replacing a checkpoint: the replacement either
+                // landed (drop the old one) or did not (put the old one back).
+                let replaced = dir.join(format!("{EPOCH_PREFIX}{epoch}"));
+                if replaced.exists() {
+                    fs::remove_dir_all(&path).map_err(CheckpointError::io(&path))?;
+                } else {
+                    fs::rename(&path, &replaced).map_err(CheckpointError::io(&replaced))?;
+                }
             }
         }
+        sync_dir(&dir)?;
         Ok(Self { dir, keep: 2 })
     }
 
@@ -350,11 +372,11 @@ impl Checkpoints {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn save<S: Snapshot>(&self, epoch: u64, state: &S) -> Result<(), CheckpointError> {
+        static SAVES: AtomicU64 = AtomicU64::new(0);
         let parts = state.snapshot();
-        let temp = self.dir.join(format!("{TEMP_PREFIX}{}-{epoch:020}", std::process::id()));
-        if temp.exists() {
-            fs::remove_dir_all(&temp).map_err(CheckpointError::io(&temp))?;
-        }
+        // A name no other save uses: this process, its save count, the epoch.
+        let nonce = SAVES.fetch_add(1, Ordering::Relaxed);
+        let temp = self.dir.join(format!("{TEMP_PREFIX}{}-{nonce}-{epoch:020}", std::process::id()));
         fs::create_dir(&temp).map_err(CheckpointError::io(&temp))?;
         for (i, part) in parts.iter().enumerate() {
             write_synced(&temp.join(part_name(i)), part)?;
@@ -362,18 +384,29 @@ impl Checkpoints {
         write_synced(&temp.join(MANIFEST), &manifest(epoch, &parts))?;
         sync_dir(&temp)?;
 
-        // Newer checkpoints belong to a run that was abandoned; the old one of this epoch is
-        // replaced (a rename cannot replace a directory that holds files).
-        for newer in self.epochs()?.into_iter().filter(|&e| e >= epoch) {
-            let path = self.epoch_dir(newer);
-            fs::remove_dir_all(&path).map_err(CheckpointError::io(&path))?;
-        }
+        // A checkpoint of this epoch already there is set aside, not deleted, until its
+        // replacement is in place (a rename cannot replace a directory that holds files); a
+        // crash in between leaves it to `open`, which puts it back.
         let path = self.epoch_dir(epoch);
+        let replaced = self.dir.join(format!("{REPLACED_PREFIX}{epoch:020}"));
+        let replacing = path.exists();
+        if replacing {
+            if replaced.exists() {
+                fs::remove_dir_all(&replaced).map_err(CheckpointError::io(&replaced))?;
+            }
+            fs::rename(&path, &replaced).map_err(CheckpointError::io(&replaced))?;
+        }
         fs::rename(&temp, &path).map_err(CheckpointError::io(&path))?;
         sync_dir(&self.dir)?;
+        if replacing {
+            fs::remove_dir_all(&replaced).map_err(CheckpointError::io(&replaced))?;
+        }
 
+        // Newer checkpoints belong to a run that was abandoned for this one; then only the
+        // newest `keep` stay.
         let epochs = self.epochs()?;
-        for &old in epochs.iter().take(epochs.len().saturating_sub(self.keep)) {
+        let kept = epochs.iter().filter(|&&e| e <= epoch).count();
+        for &old in epochs.iter().filter(|&&e| e > epoch).chain(epochs.iter().take(kept.saturating_sub(self.keep))) {
             let path = self.epoch_dir(old);
             fs::remove_dir_all(&path).map_err(CheckpointError::io(&path))?;
         }
@@ -405,7 +438,14 @@ impl Checkpoints {
         for epoch in self.epochs()?.into_iter().rev() {
             match self.load(epoch) {
                 Ok(state) => return Ok(Some(Restored { epoch, state, skipped })),
-                Err(e) => skipped.push((epoch, e)),
+                // Only what a crash leaves (a missing or damaged file) is skipped: any other
+                // failure to read (permissions, I/O errors, too many open files) may pass, and
+                // restoring an older checkpoint would then lose the newer one at the next save.
+                Err(e @ CheckpointError::Damaged { .. }) => skipped.push((epoch, e)),
+                Err(CheckpointError::Io { source, path }) if source.kind() == io::ErrorKind::NotFound => {
+                    skipped.push((epoch, CheckpointError::Io { source, path }));
+                }
+                Err(e) => return Err(e),
             }
         }
         Ok(None)
@@ -478,7 +518,10 @@ impl Checkpoints {
         for entry in fs::read_dir(&self.dir).map_err(CheckpointError::io(&self.dir))? {
             let entry = entry.map_err(CheckpointError::io(&self.dir))?;
             let name = entry.file_name();
-            let epoch = name.to_str().and_then(|n| n.strip_prefix(EPOCH_PREFIX)).and_then(|e| e.parse().ok());
+            // Only the names `save` writes: 20 decimal digits.
+            let digits = name.to_str().and_then(|n| n.strip_prefix(EPOCH_PREFIX));
+            let epoch =
+                digits.filter(|d| d.len() == 20 && d.bytes().all(|b| b.is_ascii_digit())).and_then(|d| d.parse().ok());
             if let Some(epoch) = epoch {
                 epochs.push(epoch);
             }
