@@ -18,9 +18,10 @@
 //! ```
 //!
 //! 1. *Fold.* Each worker observes its items of timestamp `t` into its own part for `t`, an
-//!    [`empty_part`](crate::core::Mergeable::empty_part) of the prototype (for its `k`-th part
-//!    the index `worker + peers · k`, so that samplers draw independent random streams on every
-//!    worker and at every time). For `sketch` the items stay on their worker; for
+//!    [`empty_part`](crate::core::Mergeable::empty_part) of the prototype, of index the hash of
+//!    `(worker, t)` (and the key, per key), so that samplers draw independent random streams on
+//!    every worker, at every time and for every key, and the same ones when a restarted
+//!    computation replays a time: timestamps must be [`Hashable`], as `u64` is). For `sketch` the items stay on their worker; for
 //!    `sketch_by_key` they are first routed by key (each worker routes with its own
 //!    [`sender`](super::Partitioner::sender), as partial key grouping intends).
 //! 2. *Ship.* When timely's progress tracking says that no more items of `t` can reach the
@@ -129,6 +130,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::io::{self, Read, Write};
@@ -281,7 +283,7 @@ pub trait SketchByKey<'scope, T: Timestamp, D> {
 
 impl<'scope, T, C> SketchStream<'scope, T, C> for Stream<'scope, T, C>
 where
-    T: Timestamp + TotalOrder,
+    T: Timestamp + TotalOrder + Hashable,
     C: Container + DrainContainer,
 {
     fn sketch<O>(self, proto: &O) -> Sketched<'scope, T, O>
@@ -289,24 +291,22 @@ where
         O: for<'a> Operator<C::Item<'a>> + Mergeable + Codec + 'static,
     {
         let scope = self.scope();
-        let (worker, peers) = (scope.index() as u64, scope.peers() as u64);
+        let worker = scope.index() as u64;
         let proto = proto.empty_like();
         let parts = self.unary_frontier::<CapacityContainerBuilder<Vec<Part<()>>>, _, _, _>(
             Pipeline,
             "SketchFold",
             move |_, _| {
                 let mut open: BTreeMap<T, (Capability<T>, O)> = BTreeMap::new();
-                let mut made = 0_u64;
                 move |(input, frontier), output| {
                     let port = output.output_index();
                     input.for_each_stamp(|stamp, batches| {
                         // A message without a time (an empty stamp, which a user operator must
                         // opt into sending) belongs to no time and has no result to join.
                         let Some(capability) = stamp.retain_least(port) else { return };
-                        let (_, part) = open.entry(capability.time().clone()).or_insert_with(|| {
-                            made += 1;
-                            (capability, proto.empty_part(worker + peers * (made - 1)))
-                        });
+                        let time = capability.time().clone();
+                        let index = (worker, time.clone()).hash64(PARTS_SEED);
+                        let (_, part) = open.entry(time).or_insert_with(|| (capability, proto.empty_part(index)));
                         for batch in batches {
                             part.observe_all(batch.drain());
                         }
@@ -323,7 +323,7 @@ where
 
 impl<'scope, T, D> SketchByKey<'scope, T, D> for Stream<'scope, T, Vec<D>>
 where
-    T: Timestamp + TotalOrder,
+    T: Timestamp + TotalOrder + Hashable,
     D: 'static,
 {
     fn sketch_by_key<O, P, K, F>(
@@ -359,21 +359,21 @@ where
             "SketchByKeyFold",
             move |_, _| {
                 let mut open: BTreeMap<T, (Capability<T>, HashMap<K, O>)> = BTreeMap::new();
-                let mut made = 0_u64;
                 move |(input, frontier), output| {
                     let port = output.output_index();
                     input.for_each_stamp(|stamp, batches| {
                         let Some(capability) = stamp.retain_least(port) else { return };
-                        let (_, parts) =
-                            open.entry(capability.time().clone()).or_insert_with(|| (capability, HashMap::new()));
+                        let time = capability.time().clone();
+                        let (_, parts) = open.entry(time.clone()).or_insert_with(|| (capability, HashMap::new()));
                         for item in batches.flat_map(|batch| batch.drain(..)) {
-                            parts
-                                .entry(key(&item))
-                                .or_insert_with(|| {
-                                    made += 1;
-                                    proto.empty_part(worker + peers * (made - 1))
-                                })
-                                .observe(item);
+                            let part = match parts.entry(key(&item)) {
+                                Entry::Occupied(part) => part.into_mut(),
+                                Entry::Vacant(slot) => {
+                                    let index = (worker, time.clone(), slot.key()).hash64(PARTS_SEED);
+                                    slot.insert(proto.empty_part(index))
+                                }
+                            };
+                            part.observe(item);
                         }
                     });
                     ship(&mut open, frontier, |capability, parts| {
@@ -532,6 +532,9 @@ where
         ))
     }
 }
+
+/// The seed of the parts' indexes (see the module docs, *Fold*).
+const PARTS_SEED: u64 = 0x7061_7274_7331_3500;
 
 /// Hands every open time the frontier has passed to `send`, oldest first, and forgets it.
 /// (Over a total order the times still open after the first incomplete one are incomplete too.)
