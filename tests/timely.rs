@@ -259,14 +259,20 @@ fn bad_process_options_and_host_files_fail_before_connecting() -> Result<(), Box
     let one = write("one.txt", "127.0.0.1:2101\n")?;
     let three = write("three.txt", "127.0.0.1:2101\n127.0.0.1:2102\n127.0.0.1:2103\n")?;
     let no_port = write("no_port.txt", "127.0.0.1\n127.0.0.1:2102\n")?;
+    let blank_first = write("blank_first.txt", "\n127.0.0.1:2101\n127.0.0.1:2102\n")?;
+    let padded = write("padded.txt", "127.0.0.1:2101 \n127.0.0.1:2102\n")?;
+    let blank_after = write("blank_after.txt", "127.0.0.1:2101\n127.0.0.1:2102\n\n")?;
     let missing = dir.join("missing.txt").to_str().ok_or("a UTF-8 path")?.to_string();
 
     assert!(config_from_args(args(&["-n", "2", "-p", "0", "-h", &two])).is_ok());
+    assert!(config_from_args(args(&["-n", "2", "-p", "1", "-h", &blank_after])).is_ok());
     assert!(config_from_args(args(&["-w", "4"])).is_ok());
     for (list, option) in [
         (vec!["-n", "2", "-p", "0", "-h", &one], "-h"),
         (vec!["-n", "2", "-p", "0", "-h", &three], "-h"),
         (vec!["-n", "2", "-p", "0", "-h", &no_port], "-h"),
+        (vec!["-n", "2", "-p", "0", "-h", &blank_first], "-h"),
+        (vec!["-n", "2", "-p", "0", "-h", &padded], "-h"),
         (vec!["-n", "2", "-p", "0", "-h", &missing], "-h"),
         (vec!["-n", "2", "-p", "2", "-h", &two], "-p"),
         (vec!["-n", "0"], "-n"),

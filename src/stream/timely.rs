@@ -666,26 +666,31 @@ pub fn config_from_args<I: IntoIterator<Item = String>>(args: I) -> Result<timel
     {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| ConfigError::new("-h", format!("{path} ({e})"), "a readable host file"))?;
-        let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-        if lines.len() != processes {
+        let addresses = text.lines().filter(|l| !l.trim().is_empty()).count();
+        if addresses != processes {
             return Err(ConfigError::new(
                 "-h",
-                format!("{path} with {} addresses for -n {processes}", lines.len()),
+                format!("{path} with {addresses} addresses for -n {processes}"),
                 "exactly one host:port line per process",
             ));
         }
-        if let Some(bad) = lines.iter().find(|line| !is_address(line)) {
-            return Err(ConfigError::new("-h", format!("{path}: {bad:?}"), "lines of the form host:port"));
+        // Timely takes the first `-n` lines as they are written: a blank or padded one among
+        // them would be an address nobody can reach.
+        if let Some(bad) = text.lines().take(processes).find(|line| !is_address(line)) {
+            return Err(ConfigError::new(
+                "-h",
+                format!("{path}: {bad:?}"),
+                "the first -n lines of the form host:port, without blanks or spaces",
+            ));
         }
     }
     timely::Config::from_matches(&matches).map_err(|e| ConfigError::new("timely options", e, "options timely accepts"))
 }
 
-/// `host:port` with a port number (timely connects to the line as written).
+/// `host:port` with a port number and no white space (timely connects to the line as written).
 fn is_address(line: &str) -> bool {
-    line.split_whitespace().all(|address| {
-        address.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
-    })
+    !line.contains(char::is_whitespace)
+        && line.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
 }
 
 /// [`timely::execute()`], but processes that cannot all connect within `connect_timeout` fail
