@@ -134,7 +134,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -771,7 +771,14 @@ fn connect(addresses: &[String], me: usize, timeout: Duration, report: bool) -> 
     let mut sockets: Vec<Option<TcpStream>> = addresses.iter().map(|_| None).collect();
     for (index, address) in addresses.iter().enumerate().take(me) {
         let mut stream = loop {
-            match TcpStream::connect(address.as_str()) {
+            // Each attempt within what is left of the time limit (a host that drops the
+            // packets would otherwise hold a plain `connect` for minutes).
+            let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+            let attempt = address
+                .to_socket_addrs()
+                .and_then(|mut found| found.next().ok_or_else(|| io::Error::other("no address")))
+                .and_then(|socket| TcpStream::connect_timeout(&socket, left));
+            match attempt {
                 Ok(stream) => break stream,
                 Err(e) if Instant::now() >= deadline => {
                     return Err(late(format!("process {me} could not reach process {index} at {address} ({e})")));
@@ -796,7 +803,13 @@ fn connect(addresses: &[String], me: usize, timeout: Duration, report: bool) -> 
                     let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
                     stream.set_read_timeout(Some(left))?;
                     let mut index = [0; 8];
-                    stream.read_exact(&mut index)?;
+                    // (A read timeout is `WouldBlock` on Unix and `TimedOut` elsewhere.)
+                    stream.read_exact(&mut index).map_err(|e| match e.kind() {
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                            late(format!("process {me}: a peer connected but did not say which process it is"))
+                        }
+                        _ => e,
+                    })?;
                     stream.set_read_timeout(None)?;
                     let index = usize::try_from(u64::from_be_bytes(index)).unwrap_or(usize::MAX);
                     match sockets.get_mut(index) {
