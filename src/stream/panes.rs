@@ -465,6 +465,57 @@ impl<O: Mergeable + Clone + Codec + PartialEq> SlidingPanes<O> {
     }
 }
 
+impl<O: Mergeable + Clone + PartialEq> SlidingPanes<O> {
+    /// Checks that every synopsis held is of the random stream the aggregator would have
+    /// given it, the held panes being numbered up to `newest` and made by
+    /// `proto.empty_part(number)`: a pane of its number's stream, a merge of the stream of one
+    /// of the panes it merges (a sampler's merge into an empty one takes the other's stream).
+    /// Then every merge the aggregator makes is between synopses of disjoint sets of panes,
+    /// whose streams differ, and never fails; a decoder that skipped this would accept panes
+    /// that share a stream, whose merges fail later.
+    pub(crate) fn check_streams(&self, newest: u64) -> Result<(), DecodeError> {
+        let bad = || invalid("panes", "a synopsis of another random stream than its pane's");
+        let is_empty = |o: &O| *o == o.empty_like();
+        let of_stream = |o: &O, number: u64| o.empty_like() == self.proto.empty_part(number);
+        let back_len = self.back.len() as u64;
+        // The newest pane is `newest`; the back's panes come last, oldest first.
+        let back_number = |j: usize| newest.wrapping_sub(back_len - 1 - j as u64);
+        let front_number = |i: usize| newest.wrapping_sub(back_len + i as u64);
+        for (j, pane) in self.back.iter().enumerate() {
+            if pane.as_ref().is_some_and(|p| !of_stream(p, back_number(j))) {
+                return Err(bad());
+            }
+        }
+        if let Some(merged) = &self.back_merge {
+            // The running merge started as a copy of the oldest pane, and took the stream of
+            // the first non-empty one if that pane was empty.
+            let mut held = self.back.iter().enumerate().filter_map(|(j, p)| p.as_ref().map(|p| (j, p)));
+            let first = held.clone().next().map(|(j, _)| j);
+            let expected = held.find(|(_, p)| !is_empty(p)).map(|(j, _)| j).or(first);
+            if !expected.is_some_and(|j| of_stream(merged, back_number(j))) {
+                return Err(bad());
+            }
+        }
+        // `merges[m]` was made at the newest slot that refers to it, as that slot's pane merged
+        // with `merges[m - 1]`: of that pane's stream, or of `merges[m - 1]`'s when the pane
+        // was empty.
+        let mut m = 0;
+        for (i, slot) in self.front.iter().enumerate() {
+            if *slot != Some(m as u32) {
+                continue;
+            }
+            let merge = &self.merges[m];
+            let inherited =
+                m > 0 && !is_empty(&self.merges[m - 1]) && merge.empty_like() == self.merges[m - 1].empty_like();
+            if !(of_stream(merge, front_number(i)) || inherited) {
+                return Err(bad());
+            }
+            m += 1;
+        }
+        Ok(())
+    }
+}
+
 /// The length of a [nested](put_nested) encoding.
 pub(crate) fn nested_len<O: Codec>(o: Option<&O>) -> usize {
     8 + o.map_or(0, Codec::encoded_len)
