@@ -544,7 +544,7 @@ fn nested_at(body: &[u8]) -> Vec<(usize, usize)> {
         .filter(|&at| body[at..at + 2] == *b"SY")
         .filter_map(|at| {
             let len = u64::from_le_bytes(body[at - 8..at].try_into().unwrap()) as usize;
-            (len >= 12 && at + len <= body.len()).then_some((at - 8, 8 + len))
+            (len >= 12 && len <= body.len() - at).then(|| (at - 8, 8 + len))
         })
         .collect()
 }
@@ -616,6 +616,28 @@ fn a_count_window_past_its_pane_counter_never_panics() {
         assert_eq!(window.window().unwrap().iter().max(), Some(&item));
     }
     assert_eq!(window.seen(), u64::MAX);
+}
+
+/// A time window whose two open panes were given one random stream by crafted bytes is
+/// refused; with streams of their own, as `merge_at` asks, it decodes.
+#[test]
+fn crafted_time_windows_of_one_stream_are_refused() {
+    let proto = reservoir();
+    let mut window = TimeWindow::new(&proto, Window::tumbling(10).unwrap(), 0).unwrap();
+    for (time, stream) in [(5, 98), (15, 99)] {
+        let mut part = proto.empty_part(stream);
+        part.observe(stream);
+        window.merge_at(time, &part).unwrap();
+    }
+    let bytes = window.to_bytes();
+    let mut twins = body(&bytes).to_vec();
+    let nested = nested_at(&twins);
+    let (first, last) = (nested[nested.len() - 2], nested[nested.len() - 1]);
+    assert_eq!(first.1, last.1);
+    let copy = twins[first.0..first.0 + first.1].to_vec();
+    twins[last.0..last.0 + last.1].copy_from_slice(&copy);
+    assert!(TimeWindow::<Reservoir<u64>>::from_bytes(&envelope(13, &twins)).is_err());
+    assert_eq!(TimeWindow::<Reservoir<u64>>::from_bytes(&envelope(13, body(&bytes))).unwrap(), window);
 }
 
 /// Two synopses of one random stream merged into two panes (a misuse `merge_at` cannot see):

@@ -521,6 +521,32 @@ impl<O: Mergeable + Clone + PartialEq> SlidingPanes<O> {
     }
 }
 
+impl<O: Mergeable + Clone + Codec + PartialEq> SlidingPanes<O> {
+    /// Whether the panes may have random streams of their own (a sampler's), so that two of
+    /// them can clash.
+    pub(crate) fn randomized(&self) -> bool {
+        self.proto.empty_part(0) != self.proto.empty_part(1)
+    }
+
+    /// The random streams (each as the encoding of an empty synopsis of it) of the non-empty
+    /// synopses that a later merge may meet with another: those of the front's merges (once
+    /// each: a merge may carry the stream of the one below it) and of the back's panes.
+    /// `None` when the back's merge is of none of its panes' streams.
+    pub(crate) fn held_streams(&self) -> Option<Vec<Vec<u8>>> {
+        let key = |o: &O| (*o != o.empty_like()).then(|| o.empty_like().to_bytes());
+        let mut out: Vec<Vec<u8>> = self.merges.iter().filter_map(key).collect();
+        out.dedup();
+        let back: Vec<Vec<u8>> = self.back.iter().flatten().filter_map(key).collect();
+        if let Some(merged) = self.back_merge.as_ref().and_then(key)
+            && !back.contains(&merged)
+        {
+            return None;
+        }
+        out.extend(back);
+        Some(out)
+    }
+}
+
 /// The length of a [nested](put_nested) encoding.
 pub(crate) fn nested_len<O: Codec>(o: Option<&O>) -> usize {
     8 + o.map_or(0, Codec::encoded_len)

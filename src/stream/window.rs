@@ -1124,7 +1124,8 @@ impl<O: Mergeable + Clone + Codec + PartialEq> TimeWindow<O> {
     /// Decodes and validates [`to_bytes`](Self::to_bytes)'s output: the shape and lateness,
     /// the closed pane against the watermark, the open panes' numbers (increasing, open,
     /// within [`MAX_OPEN_PANES`](Self::MAX_OPEN_PANES)), every synopsis's encoding and
-    /// configuration.
+    /// configuration, and, for a sampler, that no two synopses a later merge may meet share a
+    /// random stream.
     ///
     /// ```
     /// # use synopses::cardinality::HyperLogLog;
@@ -1180,6 +1181,19 @@ impl<O: Mergeable + Clone + Codec + PartialEq> TimeWindow<O> {
                 .map_err(|_| invalid("open panes", "of another configuration"))?;
             window.open.insert(number, pane);
             previous = Some(number);
+        }
+        // A pane takes the stream of the synopsis `merge_at` gives it, so a stream cannot be
+        // checked against the pane's number; but no two synopses that a later merge may meet
+        // share a stream in any state reached by merging synopses of streams of their own, as
+        // `merge_at` asks.
+        if window.panes.randomized() {
+            let mut streams =
+                window.panes.held_streams().ok_or(invalid("panes", "the back's merge of another stream"))?;
+            streams.extend(window.open.values().filter(|o| **o != o.empty_like()).map(|o| o.empty_like().to_bytes()));
+            streams.sort_unstable();
+            if streams.windows(2).any(|w| w[0] == w[1]) {
+                return Err(invalid("open panes", "two panes of one random stream"));
+            }
         }
         r.finish()?;
         Ok(window)
