@@ -638,6 +638,10 @@ fn crafted_time_windows_of_one_stream_are_refused() {
     twins[last.0..last.0 + last.1].copy_from_slice(&copy);
     assert!(TimeWindow::<Reservoir<u64>>::from_bytes(&envelope(13, &twins)).is_err());
     assert_eq!(TimeWindow::<Reservoir<u64>>::from_bytes(&envelope(13, body(&bytes))).unwrap(), window);
+    // A watermark (body bytes 24..32) past panes still open: they would never close.
+    let mut stranded = body(&bytes).to_vec();
+    stranded[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(TimeWindow::<Reservoir<u64>>::from_bytes(&envelope(13, &stranded)).is_err());
 }
 
 /// Two synopses of one random stream merged into two panes (a misuse `merge_at` cannot see):

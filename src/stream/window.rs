@@ -1151,10 +1151,9 @@ impl<O: Mergeable + Clone + Codec + PartialEq> TimeWindow<O> {
         let mut window =
             Self::new(panes.proto(), shape, lateness).map_err(|_| invalid("allowed lateness", "too many slides"))?;
         let closes = window.last_closing(watermark);
-        // Panes close only under the watermark, and every closed pane is held or empty.
-        if closed.is_some() && (closes.is_none() || closed > closes)
-            || (panes.len() as u64) > closed.map_or(0, |c| c.saturating_add(1))
-        {
+        // Every pane the watermark closes is closed (one left open would never close: a
+        // watermark does not go back), and every closed pane is held or empty.
+        if closed != closes || (panes.len() as u64) > closed.map_or(0, |c| c.saturating_add(1)) {
             return Err(invalid("closed pane", "inconsistent with the watermark or the panes"));
         }
         (window.watermark, window.closed, window.panes) = (watermark, closed, panes);
