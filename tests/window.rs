@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use synopses::DecodeError;
 use synopses::cardinality::HyperLogLog;
 use synopses::codec::Codec;
-use synopses::core::Operator;
+use synopses::core::{Mergeable, Operator};
 use synopses::frequency::CountMin;
 use synopses::membership::Bloom;
 use synopses::sampling::Reservoir;
@@ -142,11 +142,9 @@ fn count_law<O: Windowed>(
         O::check(proto, &window.current().unwrap(), &items[boundary.saturating_sub(size)..seen])?;
     }
     if let Some(r) = restored {
-        // Deterministic synopses continue bit for bit; a sampler's restored generator is a
-        // new stream (its encoding does not hold the generator), checked by the law above.
-        if O::FAMILY != Reservoir::<u64>::FAMILY {
-            prop_assert_eq!(&r, &window);
-        }
+        // Every family continues bit for bit, samplers' generators included (compared through
+        // the encodings: a sampler's `==` leaves its generator out).
+        prop_assert_eq!(r.to_bytes(), window.to_bytes());
     }
     let mut batched = CountWindow::new(proto, shape).unwrap();
     let mut start = 0;
@@ -158,7 +156,8 @@ fn count_law<O: Windowed>(
     if O::FAMILY != Reservoir::<u64>::FAMILY {
         prop_assert_eq!(&batched, &window);
     }
-    prop_assert_eq!(CountWindow::<O>::from_bytes(&window.to_bytes()).unwrap(), window);
+    let decoded = CountWindow::<O>::from_bytes(&window.to_bytes()).unwrap();
+    prop_assert_eq!(decoded.to_bytes(), window.to_bytes());
     Ok(())
 }
 
@@ -303,6 +302,18 @@ fn time_law<O: Windowed>(proto: &O, ops: &[Op], shape: Window, lateness: u64) ->
             Op::Restore => {
                 let restored = TimeWindow::<O>::from_bytes(&window.to_bytes()).unwrap();
                 prop_assert_eq!(&restored, &window);
+                prop_assert_eq!(restored.to_bytes(), window.to_bytes());
+                // Both continue alike, generators included (a sampler's `==` leaves them out).
+                let (mut a, mut b) = (restored.clone(), window.clone());
+                for k in 0..20u64 {
+                    let _ = (a.observe_at(watermark + k, k), b.observe_at(watermark + k, k));
+                }
+                let (got, want) = (a.advance_to(watermark + 100).unwrap(), b.advance_to(watermark + 100).unwrap());
+                prop_assert_eq!(
+                    got.iter().map(|c| c.synopsis.to_bytes()).collect::<Vec<_>>(),
+                    want.iter().map(|c| c.synopsis.to_bytes()).collect::<Vec<_>>()
+                );
+                prop_assert_eq!(a.to_bytes(), b.to_bytes());
                 window = restored;
             }
         }
@@ -518,6 +529,260 @@ proptest! {
             decode_mutated::<CountWindow<HyperLogLog>>(&counts[example].to_bytes(), at, value)?;
         } else {
             decode_mutated::<TimeWindow<CountMin>>(&times[example - counts.len()].to_bytes(), at, value)?;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crafted states: refused, or safe to use
+// ---------------------------------------------------------------------------------------------
+
+/// The offsets, in a window's body, of the nested synopses' length prefixes (a u64 length,
+/// then an encoding with the crate's magic): found by their magic and length.
+fn nested_at(body: &[u8]) -> Vec<(usize, usize)> {
+    (8..body.len().saturating_sub(4))
+        .filter(|&at| body[at..at + 2] == *b"SY")
+        .filter_map(|at| {
+            let len = u64::from_le_bytes(body[at - 8..at].try_into().unwrap()) as usize;
+            (len >= 12 && len <= body.len() - at).then(|| (at - 8, 8 + len))
+        })
+        .collect()
+}
+
+/// A count window of a sampler whose open pane is a copy of a held pane's stream, sealed with
+/// a valid checksum.
+#[test]
+fn crafted_count_windows_are_refused() {
+    let mut window = CountWindow::new(&reservoir(), Window::sliding(2, 1).unwrap()).unwrap();
+    window.observe_all([1u64, 2]);
+    let bytes = window.to_bytes();
+    // The pane counter at its end (bytes 20..28 of the encoding): the next pane cannot have
+    // a stream of its own.
+    let mut spent = body(&bytes).to_vec();
+    spent[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(CountWindow::<Reservoir<u64>>::from_bytes(&envelope(12, &spent)).is_err());
+    // The open pane (the last nested synopsis) of the stream of held pane 1.
+    let mut copied = body(&bytes).to_vec();
+    let &(open_at, _) = nested_at(&copied).last().unwrap();
+    copied.truncate(open_at);
+    let twin = reservoir().empty_part(1).to_bytes();
+    copied.extend_from_slice(&(twin.len() as u64).to_le_bytes());
+    copied.extend_from_slice(&twin);
+    assert!(CountWindow::<Reservoir<u64>>::from_bytes(&envelope(12, &copied)).is_err());
+    // The same open pane of its own stream decodes: the check is the stream, not the bytes.
+    let mut own = body(&bytes).to_vec();
+    own.truncate(open_at);
+    let open = reservoir().empty_part(2).to_bytes();
+    own.extend_from_slice(&(open.len() as u64).to_le_bytes());
+    own.extend_from_slice(&open);
+    let mut decoded = CountWindow::<Reservoir<u64>>::from_bytes(&envelope(12, &own)).unwrap();
+    decoded.observe_all([3u64, 4, 5]);
+    assert_eq!(decoded.window().unwrap().seen(), 2);
+}
+
+/// A count window decoded with its pane counter near the end keeps working past it: once
+/// the counter is spent, each pane closes alone instead of sharing a stream with the next.
+#[test]
+fn a_count_window_past_its_pane_counter_never_panics() {
+    let proto = reservoir();
+    let nested = |body: &mut Vec<u8>, r: &Reservoir<u64>| {
+        let bytes = r.to_bytes();
+        body.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        body.extend_from_slice(&bytes);
+    };
+    let pane = |number: u64, item: u64| {
+        let mut p = proto.empty_part(number);
+        p.observe(item);
+        p
+    };
+    let closed = u64::MAX - 1;
+    let (a, b) = (pane(closed - 2, 1), pane(closed - 1, 2));
+    let mut merged = a.clone();
+    merged.merge(&b).unwrap();
+    let mut body = Vec::new();
+    for word in [2u64, 1, closed, 0] {
+        body.extend_from_slice(&word.to_le_bytes()); // size, slide, panes closed, in the open one
+    }
+    body.extend_from_slice(&2u32.to_le_bytes()); // capacity
+    nested(&mut body, &proto.empty_like());
+    body.extend_from_slice(&0u32.to_le_bytes()); // an empty front
+    body.extend_from_slice(&2u32.to_le_bytes());
+    for p in [&a, &b, &merged, &proto.empty_part(closed)] {
+        nested(&mut body, p); // the back, its merge, the open pane
+    }
+    let mut window = CountWindow::<Reservoir<u64>>::from_bytes(&envelope(12, &body)).unwrap();
+    for item in 3..10u64 {
+        window.observe(item);
+        assert_eq!(window.window().unwrap().iter().max(), Some(&item));
+    }
+    assert_eq!(window.seen(), u64::MAX);
+}
+
+/// A time window whose two open panes were given one random stream by crafted bytes is
+/// refused; with streams of their own, as `merge_at` asks, it decodes.
+#[test]
+fn crafted_time_windows_of_one_stream_are_refused() {
+    let proto = reservoir();
+    let mut window = TimeWindow::new(&proto, Window::tumbling(10).unwrap(), 0).unwrap();
+    for (time, stream) in [(5, 98), (15, 99)] {
+        let mut part = proto.empty_part(stream);
+        part.observe(stream);
+        window.merge_at(time, &part).unwrap();
+    }
+    let bytes = window.to_bytes();
+    let mut twins = body(&bytes).to_vec();
+    let nested = nested_at(&twins);
+    let (first, last) = (nested[nested.len() - 2], nested[nested.len() - 1]);
+    assert_eq!(first.1, last.1);
+    let copy = twins[first.0..first.0 + first.1].to_vec();
+    twins[last.0..last.0 + last.1].copy_from_slice(&copy);
+    assert!(TimeWindow::<Reservoir<u64>>::from_bytes(&envelope(13, &twins)).is_err());
+    assert_eq!(TimeWindow::<Reservoir<u64>>::from_bytes(&envelope(13, body(&bytes))).unwrap(), window);
+    // A watermark (body bytes 24..32) past panes still open: they would never close.
+    let mut stranded = body(&bytes).to_vec();
+    stranded[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(TimeWindow::<Reservoir<u64>>::from_bytes(&envelope(13, &stranded)).is_err());
+}
+
+/// Two synopses of one random stream merged into two panes (a misuse `merge_at` cannot see):
+/// the advance fails, yet closes every pane due, and the window goes on.
+#[test]
+fn a_failed_advance_still_closes_every_pane_due() {
+    let proto = reservoir();
+    let mut window = TimeWindow::new(&proto, Window::sliding(20, 10).unwrap(), 0).unwrap();
+    let mut twin = proto.empty_part(99);
+    twin.observe(1);
+    window.merge_at(5, &twin).unwrap();
+    window.merge_at(15, &twin).unwrap();
+    window.observe_at(25, 2).unwrap();
+    assert!(window.advance_to(30).is_err());
+    assert_eq!(window.open_panes(), 0);
+    assert_eq!(window.admission(25), Admission::Late);
+    window.observe_at(35, 3).unwrap();
+    let closed = window.advance_to(50).unwrap();
+    let spans: Vec<(u64, u64, u64)> = closed.iter().map(|c| (c.start, c.end, c.synopsis.seen())).collect();
+    assert_eq!(spans, [(20, 40, 2), (30, 50, 1)]);
+}
+
+#[derive(Clone, Debug)]
+enum Mutation {
+    /// A byte of the body set to a value.
+    Byte(usize, u8),
+    /// Eight bytes of the body set to a little-endian u64.
+    Word(usize, u64),
+    /// A nested synopsis replaced by a copy of another one.
+    Transplant(usize, usize),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let word = prop_oneof![Just(0u64), Just(1), Just(2), Just(u64::MAX), Just(u64::MAX - 1), any::<u64>()];
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(at, v)| Mutation::Byte(at, v)),
+        (any::<usize>(), word).prop_map(|(at, v)| Mutation::Word(at, v)),
+        (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Mutation::Transplant(a, b)),
+    ]
+}
+
+/// `bytes` with its body mutated and a valid checksum, so that the fields' checks are reached.
+fn mutate<S: Codec>(bytes: &[u8], mutation: &Mutation) -> Vec<u8> {
+    let mut mutated = body(bytes).to_vec();
+    let len = mutated.len();
+    match *mutation {
+        Mutation::Byte(at, v) => mutated[at % len] = v,
+        Mutation::Word(at, v) if len >= 8 => {
+            let at = at % (len - 7);
+            mutated[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        Mutation::Word(..) => {}
+        Mutation::Transplant(to, from) => {
+            let nested = nested_at(&mutated);
+            if !nested.is_empty() {
+                let (to, from) = (nested[to % nested.len()], nested[from % nested.len()]);
+                let copy = mutated[from.0..from.0 + from.1].to_vec();
+                mutated.splice(to.0..to.0 + to.1, copy);
+            }
+        }
+    }
+    envelope(S::FAMILY, &mutated)
+}
+
+/// Count windows of a sampler in several states.
+fn sampler_counts() -> Vec<CountWindow<Reservoir<u64>>> {
+    let mut counts = Vec::new();
+    for (n, (size, slide)) in [(2, (2, 1)), (7, (3, 1)), (9, (6, 2)), (40, (12, 3))] {
+        let mut w = CountWindow::new(&reservoir(), Window::sliding(size, slide).unwrap()).unwrap();
+        w.observe_all(0..n);
+        counts.push(w);
+    }
+    counts
+}
+
+/// Time windows of a sampler in several states, some with synopses merged in.
+fn sampler_times() -> Vec<TimeWindow<Reservoir<u64>>> {
+    let mut times = Vec::new();
+    for (n, (size, slide), lateness) in [(6, (4, 2), 0), (30, (8, 2), 3), (60, (30, 10), 12)] {
+        let mut w = TimeWindow::new(&reservoir(), Window::sliding(size, slide).unwrap(), lateness).unwrap();
+        for i in 0..n {
+            let t = i * 7 % 23 + i;
+            if i % 3 == 0 {
+                let mut one = reservoir().empty_part(1 << 40 | i);
+                one.observe(i);
+                let _ = w.merge_at(t, &one);
+            } else {
+                let _ = w.observe_at(t, i);
+            }
+            if i % 5 == 0 {
+                w.advance_to(i).unwrap();
+            }
+        }
+        times.push(w);
+    }
+    times
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// A crafted encoding either fails to decode, or decodes into a state that every operation
+    /// can use without a panic (in debug builds, where the internal assertions are on).
+    #[test]
+    fn crafted_encodings_decode_to_usable_states(example in 0..7usize, mutations in prop::collection::vec(mutation(), 1..3)) {
+        let (counts, times) = (sampler_counts(), sampler_times());
+        if example < counts.len() {
+            let mut bytes = counts[example].to_bytes();
+            for m in &mutations {
+                bytes = mutate::<CountWindow<Reservoir<u64>>>(&bytes, m);
+            }
+            if let Ok(mut w) = CountWindow::<Reservoir<u64>>::from_bytes(&bytes) {
+                for i in 0..40u64 {
+                    w.observe(i);
+                    let _ = (w.window(), w.current(), w.seen(), w.boundary());
+                }
+                w.observe_all(0..100u64);
+                let _ = CountWindow::<Reservoir<u64>>::from_bytes(&w.to_bytes());
+            }
+        } else {
+            let mut bytes = times[example - counts.len()].to_bytes();
+            for m in &mutations {
+                bytes = mutate::<TimeWindow<Reservoir<u64>>>(&bytes, m);
+            }
+            if let Ok(mut w) = TimeWindow::<Reservoir<u64>>::from_bytes(&bytes) {
+                let start = w.watermark();
+                for i in 0..40u64 {
+                    let t = start.saturating_add(i * 3 % 17);
+                    let _ = w.observe_at(t, i);
+                    let _ = w.observe_at(t.saturating_sub(20), i);
+                    let mut one = reservoir().empty_part(1 << 50 | i);
+                    one.observe(i);
+                    let _ = w.merge_at(t, &one);
+                    if i % 4 == 0 {
+                        let _ = w.advance_to(start.saturating_add(i));
+                    }
+                }
+                let _ = w.advance_to(u64::MAX);
+                prop_assert_eq!(w.open_panes(), 0);
+                let _ = TimeWindow::<Reservoir<u64>>::from_bytes(&w.to_bytes());
+            }
         }
     }
 }

@@ -465,6 +465,88 @@ impl<O: Mergeable + Clone + Codec + PartialEq> SlidingPanes<O> {
     }
 }
 
+impl<O: Mergeable + Clone + PartialEq> SlidingPanes<O> {
+    /// Checks that every synopsis held is of the random stream the aggregator would have
+    /// given it, the held panes being numbered up to `newest` and made by
+    /// `proto.empty_part(number)`: a pane of its number's stream, a merge of the stream of one
+    /// of the panes it merges (a sampler's merge into an empty one takes the other's stream).
+    /// Then every merge the aggregator makes is between synopses of disjoint sets of panes,
+    /// whose streams differ, and never fails; a decoder that skipped this would accept panes
+    /// that share a stream, whose merges fail later.
+    pub(crate) fn check_streams(&self, newest: u64) -> Result<(), DecodeError> {
+        if self.proto.empty_part(0) == self.proto.empty_part(1) {
+            // A deterministic synopsis: one "stream" for every pane, and nothing to check (a
+            // copy of each pane, which the checks below make, costs as much as decoding it).
+            return Ok(());
+        }
+        let bad = || invalid("panes", "a synopsis of another random stream than its pane's");
+        let is_empty = |o: &O| *o == o.empty_like();
+        let of_stream = |o: &O, number: u64| o.empty_like() == self.proto.empty_part(number);
+        let back_len = self.back.len() as u64;
+        // The newest pane is `newest`; the back's panes come last, oldest first.
+        let back_number = |j: usize| newest.wrapping_sub(back_len - 1 - j as u64);
+        let front_number = |i: usize| newest.wrapping_sub(back_len + i as u64);
+        for (j, pane) in self.back.iter().enumerate() {
+            if pane.as_ref().is_some_and(|p| !of_stream(p, back_number(j))) {
+                return Err(bad());
+            }
+        }
+        if let Some(merged) = &self.back_merge {
+            // The running merge started as a copy of the oldest pane, and took the stream of
+            // the first non-empty one if that pane was empty.
+            let mut held = self.back.iter().enumerate().filter_map(|(j, p)| p.as_ref().map(|p| (j, p)));
+            let first = held.clone().next().map(|(j, _)| j);
+            let expected = held.find(|(_, p)| !is_empty(p)).map(|(j, _)| j).or(first);
+            if !expected.is_some_and(|j| of_stream(merged, back_number(j))) {
+                return Err(bad());
+            }
+        }
+        // `merges[m]` was made at the newest slot that refers to it, as that slot's pane merged
+        // with `merges[m - 1]`: of that pane's stream, or of `merges[m - 1]`'s when the pane
+        // was empty.
+        let mut m = 0;
+        for (i, slot) in self.front.iter().enumerate() {
+            if *slot != Some(m as u32) {
+                continue;
+            }
+            let merge = &self.merges[m];
+            let inherited =
+                m > 0 && !is_empty(&self.merges[m - 1]) && merge.empty_like() == self.merges[m - 1].empty_like();
+            if !(of_stream(merge, front_number(i)) || inherited) {
+                return Err(bad());
+            }
+            m += 1;
+        }
+        Ok(())
+    }
+}
+
+impl<O: Mergeable + Clone + Codec + PartialEq> SlidingPanes<O> {
+    /// Whether the panes may have random streams of their own (a sampler's), so that two of
+    /// them can clash.
+    pub(crate) fn randomized(&self) -> bool {
+        self.proto.empty_part(0) != self.proto.empty_part(1)
+    }
+
+    /// The random streams (each as the encoding of an empty synopsis of it) of the non-empty
+    /// synopses that a later merge may meet with another: those of the front's merges (once
+    /// each: a merge may carry the stream of the one below it) and of the back's panes.
+    /// `None` when the back's merge is of none of its panes' streams.
+    pub(crate) fn held_streams(&self) -> Option<Vec<Vec<u8>>> {
+        let key = |o: &O| (*o != o.empty_like()).then(|| o.empty_like().to_bytes());
+        let mut out: Vec<Vec<u8>> = self.merges.iter().filter_map(key).collect();
+        out.dedup();
+        let back: Vec<Vec<u8>> = self.back.iter().flatten().filter_map(key).collect();
+        if let Some(merged) = self.back_merge.as_ref().and_then(key)
+            && !back.contains(&merged)
+        {
+            return None;
+        }
+        out.extend(back);
+        Some(out)
+    }
+}
+
 /// The length of a [nested](put_nested) encoding.
 pub(crate) fn nested_len<O: Codec>(o: Option<&O>) -> usize {
     8 + o.map_or(0, Codec::encoded_len)

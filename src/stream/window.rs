@@ -343,11 +343,19 @@ impl<O: Mergeable + Clone> CountWindow<O> {
     }
 
     fn close_pane(&mut self) {
+        if self.closed == u64::MAX {
+            // The pane counter is spent (2^64 panes, beyond any stream but not beyond crafted
+            // bytes): the next pane cannot have a number of its own, so the window restarts
+            // with the closing pane alone rather than hold two panes of one random stream.
+            self.panes.clear();
+        }
         self.closed = self.closed.saturating_add(1);
         let next = self.panes.proto().empty_part(self.closed);
         let pane = std::mem::replace(&mut self.open, next);
         self.in_open = 0;
-        // Panes made by `empty_part` of the prototype with distinct numbers always merge.
+        // Cannot fail: the pane has the prototype's configuration, and the panes held and the
+        // open one are of the streams of their distinct numbers (`from_bytes` checks both),
+        // so every merge is between distinct streams (see `SlidingPanes`).
         let pushed = self.panes.push(pane);
         debug_assert!(pushed.is_ok(), "panes of one prototype merge");
     }
@@ -430,8 +438,8 @@ impl<O: Mergeable + Clone + Codec + PartialEq> CountWindow<O> {
     /// The whole state in the crate's [format](crate::codec) (family 12): size, slide, panes
     /// closed and items in the open pane (u64 each), the pane aggregator (its capacity, the
     /// prototype, its panes and merges, each synopsis a u64 length and its own encoding),
-    /// then the open pane. Decoding and continuing gives the same states as never stopping
-    /// (for the samplers, whose encodings do not hold the generator, the same distribution).
+    /// then the open pane. Decoding and continuing gives the same states as never stopping,
+    /// bit for bit, for the samplers too (their encodings hold their generators).
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
@@ -459,7 +467,9 @@ impl<O: Mergeable + Clone + Codec + PartialEq> CountWindow<O> {
     }
 
     /// Decodes and validates [`to_bytes`](Self::to_bytes)'s output: the shape, the counts
-    /// against the shape and the panes held, every synopsis's encoding and configuration.
+    /// against the shape and the panes held, every synopsis's encoding and configuration, and
+    /// that each pane (and each merge of panes) is of the random stream its number gives it,
+    /// so that no later merge meets two panes of one stream.
     ///
     /// ```
     /// # use synopses::cardinality::HyperLogLog;
@@ -482,6 +492,12 @@ impl<O: Mergeable + Clone + Codec + PartialEq> CountWindow<O> {
         }
         let open = get_nested::<O>(&mut r)?.ok_or(invalid("open pane", "missing"))?;
         panes.proto().empty_like().merge(&open).map_err(|_| invalid("open pane", "of another configuration"))?;
+        // Panes of the streams their numbers give them, as `close_pane` makes them: no merge
+        // can then meet two panes of one stream.
+        if open.empty_like() != panes.proto().empty_part(closed) {
+            return Err(invalid("open pane", "of another random stream than its number's"));
+        }
+        panes.check_streams(closed.wrapping_sub(1))?;
         r.finish()?;
         Ok(Self { shape, panes, open, in_open, closed })
     }
@@ -494,8 +510,11 @@ codec_impl!([O: Mergeable + Clone + Codec + PartialEq] CountWindow<O>, 12);
 // ---------------------------------------------------------------------------------------------
 
 /// An item that a [`TimeWindow`] did not take, handed back with its timestamp: *late* when
-/// its pane had already closed (`time < watermark`), *early* when its pane was more than
-/// [`TimeWindow::MAX_OPEN_PANES`] panes ahead of the oldest open one (`time >= watermark`).
+/// its pane had already closed (pane `time / slide` at most the newest closed one, which
+/// implies `time + lateness < watermark`), *early* when its pane was
+/// [`TimeWindow::MAX_OPEN_PANES`] or more panes after the oldest open one (`time / slide −
+/// oldest open pane >= MAX_OPEN_PANES`, which implies `time >= watermark`); see
+/// [`TimeWindow::admission`].
 /// The window counts both ([`late`](TimeWindow::late), [`early`](TimeWindow::early)).
 ///
 /// ```
@@ -943,8 +962,11 @@ impl<O: Mergeable + Clone> TimeWindow<O> {
     /// ending with a closed pane that holds items.
     ///
     /// Fails only when two panes share a random stream (synopses given to
-    /// [`merge_at`](Self::merge_at) not made by `empty_part`); then the panes closed before
-    /// the failing one stay closed, their windows are lost, and the failing pane is dropped.
+    /// [`merge_at`](Self::merge_at) not made by `empty_part`). Even then every pane due
+    /// closes, so none is left open behind the watermark: a pane that does not merge closes
+    /// empty (its items are dropped; so are, if the clash is among older panes, those of the
+    /// panes [`SlidingPanes::push`] lets leave early), a window that does not merge is left
+    /// out, and the first error is returned in place of this call's windows.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
@@ -974,6 +996,7 @@ impl<O: Mergeable + Clone> TimeWindow<O> {
             Some(closed) => closed + 1,
             None => 0,
         };
+        let mut failed = None;
         loop {
             if !self.panes.has_items() {
                 // Only empty panes until the next one with items: jump there at once.
@@ -987,24 +1010,33 @@ impl<O: Mergeable + Clone> TimeWindow<O> {
                     _ => {
                         self.panes.clear();
                         self.closed = Some(last);
-                        return Ok(out);
+                        return failed.map_or(Ok(out), Err);
                     }
                 }
             }
             let pushed = match self.open.remove(&next) {
-                Some(pane) => self.panes.push(pane),
+                Some(pane) => self.panes.push(pane).inspect_err(|_| {
+                    // In its place an empty pane, so that the windows keep their panes: after
+                    // the failed push (a flip, if any, is done) this one cannot fail.
+                    let refilled = self.panes.push_empty();
+                    debug_assert!(refilled.is_ok(), "no flip after a failed push");
+                }),
                 None => self.panes.push_empty(),
             };
             self.closed = Some(next);
-            pushed?;
-            if self.panes.has_items() {
-                let slide = self.shape.slide;
-                let start = next.saturating_sub(self.shape.panes() as u64 - 1) * slide;
-                let end = next.checked_add(1).and_then(|n| n.checked_mul(slide)).unwrap_or(u64::MAX);
-                out.push(Closed { start, end, synopsis: self.panes.window()? });
+            let window = pushed.and_then(|()| self.panes.window());
+            match window {
+                Ok(synopsis) if self.panes.has_items() => {
+                    let slide = self.shape.slide;
+                    let start = next.saturating_sub(self.shape.panes() as u64 - 1) * slide;
+                    let end = next.checked_add(1).and_then(|n| n.checked_mul(slide)).unwrap_or(u64::MAX);
+                    out.push(Closed { start, end, synopsis });
+                }
+                Ok(_) => {}
+                Err(e) => failed = failed.or(Some(e)),
             }
             if next == last {
-                return Ok(out);
+                return failed.map_or(Ok(out), Err);
             }
             next += 1;
         }
@@ -1092,7 +1124,8 @@ impl<O: Mergeable + Clone + Codec + PartialEq> TimeWindow<O> {
     /// Decodes and validates [`to_bytes`](Self::to_bytes)'s output: the shape and lateness,
     /// the closed pane against the watermark, the open panes' numbers (increasing, open,
     /// within [`MAX_OPEN_PANES`](Self::MAX_OPEN_PANES)), every synopsis's encoding and
-    /// configuration.
+    /// configuration, and, for a sampler, that no two synopses a later merge may meet share a
+    /// random stream.
     ///
     /// ```
     /// # use synopses::cardinality::HyperLogLog;
@@ -1118,10 +1151,9 @@ impl<O: Mergeable + Clone + Codec + PartialEq> TimeWindow<O> {
         let mut window =
             Self::new(panes.proto(), shape, lateness).map_err(|_| invalid("allowed lateness", "too many slides"))?;
         let closes = window.last_closing(watermark);
-        // Panes close only under the watermark, and every closed pane is held or empty.
-        if closed.is_some() && (closes.is_none() || closed > closes)
-            || (panes.len() as u64) > closed.map_or(0, |c| c.saturating_add(1))
-        {
+        // Every pane the watermark closes is closed (one left open would never close: a
+        // watermark does not go back), and every closed pane is held or empty.
+        if closed != closes || (panes.len() as u64) > closed.map_or(0, |c| c.saturating_add(1)) {
             return Err(invalid("closed pane", "inconsistent with the watermark or the panes"));
         }
         (window.watermark, window.closed, window.panes) = (watermark, closed, panes);
@@ -1148,6 +1180,19 @@ impl<O: Mergeable + Clone + Codec + PartialEq> TimeWindow<O> {
                 .map_err(|_| invalid("open panes", "of another configuration"))?;
             window.open.insert(number, pane);
             previous = Some(number);
+        }
+        // A pane takes the stream of the synopsis `merge_at` gives it, so a stream cannot be
+        // checked against the pane's number; but no two synopses that a later merge may meet
+        // share a stream in any state reached by merging synopses of streams of their own, as
+        // `merge_at` asks.
+        if window.panes.randomized() {
+            let mut streams =
+                window.panes.held_streams().ok_or(invalid("panes", "the back's merge of another stream"))?;
+            streams.extend(window.open.values().filter(|o| **o != o.empty_like()).map(|o| o.empty_like().to_bytes()));
+            streams.sort_unstable();
+            if streams.windows(2).any(|w| w[0] == w[1]) {
+                return Err(invalid("open panes", "two panes of one random stream"));
+            }
         }
         r.finish()?;
         Ok(window)
