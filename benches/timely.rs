@@ -19,6 +19,8 @@
 //!   owned items costs).
 //! - `workers_2_batch_1e5`: timestamps of 10^5 items per worker: twenty times as many parts
 //!   to start, encode and merge (a HyperLogLog part starts sparse, which costs per part).
+//! - `workers_2_batch_5e6`: one timestamp for each worker's whole half: one part per worker,
+//!   the bound the fresh parts' start leaves to the finer timestamps.
 //!
 //! The goal: `workers_2` at least 1.6× the sequential throughput on 2 cores.
 
@@ -143,6 +145,7 @@ where
     }
     g.bench_function("workers_2_copied", |b| b.iter(|| operator(&proto, 2, BATCH, true)));
     g.bench_function("workers_2_batch_1e5", |b| b.iter(|| operator(&proto, 2, 100_000, false)));
+    g.bench_function("workers_2_batch_5e6", |b| b.iter(|| operator(&proto, 2, N / 2, false)));
     g.finish();
 }
 
