@@ -631,3 +631,53 @@ fn windows_follow_the_frontier_across_long_gaps() -> Result<(), Box<dyn Error>> 
     assert_eq!(found, expected);
     Ok(())
 }
+
+/// `windows` emits each window at the time `end − 1`, and holds no capability older than it
+/// needs: with the input still open at time 10, its output's frontier has reached 10.
+#[test]
+fn windows_are_emitted_at_their_last_time_and_release_their_capability() -> Result<(), Box<dyn Error>> {
+    use synopses::stream::Window;
+    use synopses::stream::timely::SketchWindows;
+    use timely::dataflow::operators::Capture;
+    use timely::dataflow::operators::capture::Event;
+
+    let (frontier_reached, captured) = timely::execute_directly(move |worker| {
+        let mut input = InputHandle::<u64, _>::new();
+        let (probe, captured) = worker.dataflow::<u64, _, _>(|scope| {
+            let sketched = scope.input_from(&mut input).container::<Vec<u64>>().sketch(&count_min_u64());
+            let windows =
+                sketched.windows(&count_min_u64(), Window::sliding(4, 2).expect("a shape")).expect("a window");
+            let (probe, windows) = windows.probe();
+            (probe, windows.capture())
+        });
+        for epoch in 0..10_u64 {
+            (0..50).for_each(|i| input.send(epoch * 1000 + i));
+            input.advance_to(epoch + 1);
+            worker.step_while(|| probe.less_than(input.time()));
+        }
+        // The input is open at 10: every window ending at 10 or before is out, and the output
+        // can make no promise older than 10.
+        let reached = !probe.less_than(&10);
+        drop(input);
+        while worker.step() {}
+        (reached, captured)
+    });
+    assert!(frontier_reached, "the windows' capability was held back");
+    let mut emitted = Vec::new();
+    for event in captured.try_iter() {
+        if let Event::Messages(stamp, batch) = event {
+            let time = stamp.least().copied();
+            for window in batch {
+                let window = window?;
+                assert_eq!(time, Some(window.end - 1), "window [{}, {}) emitted at {time:?}", window.start, window.end);
+                emitted.push((window.start, window.end));
+            }
+        }
+    }
+    assert_eq!(emitted, [(0, 2), (0, 4), (2, 6), (4, 8), (6, 10), (8, 12)]);
+    Ok(())
+}
+
+fn count_min_u64() -> CountMin {
+    CountMin::new(256, 3).expect("a valid shape")
+}
