@@ -414,8 +414,10 @@ impl Checkpoints {
     }
 
     /// The newest checkpoint that is intact, restored; `None` when there is none. Damaged
-    /// checkpoints on the way are skipped and listed in [`Restored::skipped`]; an error only
-    /// when the directory cannot be read.
+    /// checkpoints on the way (a file missing, truncated or corrupted, a state that does not
+    /// decode) are skipped and listed in [`Restored::skipped`]. Any other failure to read
+    /// (permissions, an I/O error) is returned rather than skipped: falling back past a
+    /// checkpoint that is intact but could not be read would lose it at the next save.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
