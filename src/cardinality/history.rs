@@ -140,10 +140,8 @@ impl<R: Cell> Core<R> {
     #[inline]
     pub(crate) fn observe_hashes(&mut self, mut hashes: impl Iterator<Item = u64>) {
         self.expect_items(hashes.size_hint().0);
-        while self.is_sparse() {
-            let Some(hash) = hashes.next() else { return };
-            self.observe_hash_as(self.shape, hash);
-        }
+        let t = u32::from(self.shape.t);
+        self.observe_while_sparse(&mut hashes, |hash| sparse::entry(hash, t));
         let shape = self.shape;
         with_constants!(R, shape => self.observe_dense(shape, hashes));
     }

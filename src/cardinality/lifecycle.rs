@@ -98,6 +98,32 @@ pub(crate) trait Lifecycle: Clone {
         self.apply_entry(entry, observed);
     }
 
+    /// Observes `hashes` while the sketch stays sparse (the caller goes on with the rest,
+    /// dense): the updates of [`add_entry`](Self::add_entry) on each hash's `entry`, in order.
+    /// In blocks whose entries are all computed before the first is inserted, so that the
+    /// hashing of the next items does not wait behind a mispredicted probe of the table.
+    /// Items of a block that arrive after the sketch turned dense take the dense path through
+    /// `add_entry`.
+    #[inline]
+    fn observe_while_sparse(&mut self, hashes: &mut impl Iterator<Item = u64>, entry: impl Fn(u64) -> u32) {
+        const BLOCK: usize = 16;
+        let mut block = [0_u32; BLOCK];
+        while self.sparse().is_some() {
+            let mut filled = 0;
+            for (slot, hash) in block.iter_mut().zip(&mut *hashes) {
+                *slot = entry(hash);
+                filled += 1;
+            }
+            let block = block.get(..filled).unwrap_or_default();
+            let limit = self.limit();
+            let inserted = self.sparse_mut().map_or(0, |sparse| sparse.insert_while_room(block, limit));
+            block.iter().skip(inserted).for_each(|&e| self.add_entry(e, true));
+            if filled < BLOCK {
+                return;
+            }
+        }
+    }
+
     /// Readies a sparse sketch for a batch of at least `items` items: one that could fill
     /// the sparse form gets its full table now (see [`Sparse::presize`]). The entries, and
     /// so every answer, stay those the items give.

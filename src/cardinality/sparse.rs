@@ -169,6 +169,22 @@ impl Sparse {
         self.len += 1;
     }
 
+    /// Inserts `entries` in order while the set has room for them: returns how many were
+    /// taken (inserted, or already present), all of them unless one more distinct entry
+    /// would exceed `limit`.
+    #[inline]
+    pub(crate) fn insert_while_room(&mut self, entries: &[u32], limit: usize) -> usize {
+        for (taken, &entry) in entries.iter().enumerate() {
+            if let Err(slot) = self.find(entry) {
+                if self.len >= limit {
+                    return taken;
+                }
+                self.insert_at(slot, entry, limit);
+            }
+        }
+        entries.len()
+    }
+
     /// [`insert_at`](Self::insert_at) into a grown table: out of line, as the few growths
     /// are, so that the insertion of every other entry is a store in the caller's loop.
     #[cold]
