@@ -1,0 +1,447 @@
+//! The SQL functions against the Rust API: the same sketches, bit for bit where the answer is
+//! deterministic, over memory tables of one and eight partitions, with and without `GROUP BY`,
+//! and over a Parquet file of several row groups; rollups; and every kind of bad input.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BinaryArray, Date32Array, Int32Array, Int64Array, RecordBatch, StringArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, UInt64Type};
+use datafusion::datasource::MemTable;
+use datafusion::error::Result;
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use synopses::cardinality::{ExaLogLog, HyperLogLog, UltraLogLog};
+use synopses::core::{Mergeable, Operator};
+
+/// Rows of the test table: `g` (a group, 0..7), `i` (an Int64 with NULLs and repeats), `s`
+/// (a string), `b` (bytes), `d` (a date), `n` (an Int32).
+const ROWS: usize = 20_000;
+
+fn value(row: usize) -> Option<i64> {
+    // Repeats (about 6 000 distinct) and a NULL every 97 rows.
+    (!row.is_multiple_of(97)).then(|| ((row * 7919) % 6_007) as i64 - 3_000)
+}
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("g", DataType::Int32, false),
+        Field::new("i", DataType::Int64, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("b", DataType::Binary, true),
+        Field::new("d", DataType::Date32, true),
+        Field::new("n", DataType::Int32, true),
+    ]))
+}
+
+fn batch(rows: std::ops::Range<usize>) -> RecordBatch {
+    let g: Int32Array = rows.clone().map(|r| (r % 7) as i32).collect();
+    let i: Int64Array = rows.clone().map(value).collect();
+    let s: StringArray = rows.clone().map(|r| value(r).map(|v| format!("user-{v}"))).collect();
+    let b: BinaryArray = rows
+        .clone()
+        .map(|r| value(r).map(|v| v.to_le_bytes().to_vec()))
+        .collect::<Vec<_>>()
+        .iter()
+        .map(|v| v.as_deref())
+        .collect();
+    let d: Date32Array = rows.clone().map(|r| value(r).map(|v| 19_000 + (v % 400) as i32)).collect();
+    let n: Int32Array = rows.map(|r| value(r).map(|v| v as i32)).collect();
+    let columns: Vec<ArrayRef> = vec![Arc::new(g), Arc::new(i), Arc::new(s), Arc::new(b), Arc::new(d), Arc::new(n)];
+    RecordBatch::try_new(schema(), columns).expect("columns of the schema")
+}
+
+/// A context with the functions and a table `t` of `ROWS` rows in `partitions` partitions
+/// (of several batches each).
+fn context(partitions: usize) -> Result<SessionContext> {
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
+    synopses_datafusion::register(&ctx);
+    let per = ROWS.div_ceil(partitions);
+    let parts = (0..partitions)
+        .map(|p| {
+            let (start, end) = (p * per, ((p + 1) * per).min(ROWS));
+            (start..end).step_by(1000).map(|s| batch(s..(s + 1000).min(end))).collect()
+        })
+        .collect();
+    ctx.register_table("t", Arc::new(MemTable::try_new(schema(), parts)?))?;
+    Ok(ctx)
+}
+
+async fn query(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
+    ctx.sql(sql).await?.collect().await
+}
+
+/// The single value of a one-row, one-column result.
+async fn one(ctx: &SessionContext, sql: &str) -> Result<ArrayRef> {
+    let batches = query(ctx, sql).await?;
+    let batch = batches.iter().find(|b| b.num_rows() > 0).expect("a row");
+    assert_eq!(batch.num_rows(), 1);
+    Ok(batch.column(0).slice(0, 1))
+}
+
+fn bytes(array: &ArrayRef) -> Vec<u8> {
+    array.as_binary::<i32>().value(0).to_vec()
+}
+
+/// A sketch without its history (its martingale): what a merge of two non-empty parts holds.
+fn merged<S: Mergeable + Clone>(s: &S) -> S {
+    let mut out = s.clone();
+    out.merge(s).expect("the same configuration");
+    out
+}
+
+/// The Rust sketch of column `column` of the rows `rows`, as `new` builds it.
+fn rust_sketch<S>(mut sketch: S, column: &str, rows: impl Iterator<Item = usize>) -> S
+where
+    S: for<'a> Operator<&'a str> + Operator<i64> + Operator<i32> + for<'a> Operator<&'a [u8]>,
+{
+    for r in rows {
+        let Some(v) = value(r) else { continue };
+        match column {
+            "i" => sketch.observe(v),
+            "s" => sketch.observe(format!("user-{v}").as_str()),
+            "b" => sketch.observe(&v.to_le_bytes()[..]),
+            "d" => sketch.observe(19_000 + (v % 400) as i32),
+            "n" => sketch.observe(v as i32),
+            _ => unreachable!("a column of the table"),
+        }
+    }
+    sketch
+}
+
+#[tokio::test]
+async fn sketches_equal_the_rust_ones_for_every_type_and_partitioning() -> Result<()> {
+    for partitions in [1, 8] {
+        let ctx = context(partitions)?;
+        for column in ["i", "s", "b", "d", "n"] {
+            let sql = format!("SELECT ull_sketch({column}), hll_sketch({column}, 12), ell_sketch({column}, 9) FROM t");
+            let batches = query(&ctx, &sql).await?;
+            let row = &batches[0];
+            let ull = UltraLogLog::from_bytes(&bytes(row.column(0))).expect("an UltraLogLog");
+            let hll = HyperLogLog::from_bytes(&bytes(row.column(1))).expect("a HyperLogLog");
+            let ell = ExaLogLog::from_bytes(&bytes(row.column(2))).expect("an ExaLogLog");
+            let (want_ull, want_hll, want_ell) = (
+                rust_sketch(UltraLogLog::new(13).unwrap(), column, 0..ROWS),
+                rust_sketch(HyperLogLog::new(12).unwrap(), column, 0..ROWS),
+                rust_sketch(ExaLogLog::new(9).unwrap(), column, 0..ROWS),
+            );
+            if partitions == 1 {
+                // One stream, in row order: the very state, martingale included.
+                assert_eq!((&ull, &hll, &ell), (&want_ull, &want_hll, &want_ell), "column {column}");
+            } else {
+                assert_eq!(merged(&ull), merged(&want_ull), "column {column}");
+                assert_eq!(merged(&hll), merged(&want_hll), "column {column}");
+                assert_eq!(merged(&ell), merged(&want_ell), "column {column}");
+            }
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn integers_of_every_width_hash_alike_and_nulls_are_skipped() -> Result<()> {
+    let ctx = context(1)?;
+    let wide = bytes(&one(&ctx, "SELECT ull_sketch(i) FROM t WHERE i BETWEEN -100 AND 100").await?);
+    let narrow = bytes(&one(&ctx, "SELECT ull_sketch(n) FROM t WHERE n BETWEEN -100 AND 100").await?);
+    let cast = bytes(&one(&ctx, "SELECT ull_sketch(CAST(i AS SMALLINT)) FROM t WHERE i BETWEEN -100 AND 100").await?);
+    assert_eq!((&wide, &narrow), (&cast, &cast));
+    // Rows with NULLs add nothing.
+    let with_nulls = bytes(&one(&ctx, "SELECT ull_sketch(i) FROM t").await?);
+    let without = bytes(&one(&ctx, "SELECT ull_sketch(i) FROM t WHERE i IS NOT NULL").await?);
+    assert_eq!(with_nulls, without);
+    Ok(())
+}
+
+#[tokio::test]
+async fn group_by_gives_each_group_its_sketch() -> Result<()> {
+    for partitions in [1, 8] {
+        let ctx = context(partitions)?;
+        let batches = query(&ctx, "SELECT g, ull_sketch(s), distinct_count(s) FROM t GROUP BY g").await?;
+        let mut groups = 0;
+        for batch in &batches {
+            let g = batch.column(0).as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+            let sketches = batch.column(1).as_binary::<i32>();
+            let counts = batch.column(2).as_primitive::<UInt64Type>();
+            for row in 0..batch.num_rows() {
+                let group = g.value(row) as usize;
+                let want = rust_sketch(UltraLogLog::new(13).unwrap(), "s", (0..ROWS).filter(|r| r % 7 == group));
+                let got = UltraLogLog::from_bytes(sketches.value(row)).expect("an UltraLogLog");
+                assert_eq!(merged(&got), merged(&want), "group {group}");
+                assert_eq!(counts.value(row), got.estimate().round() as u64);
+                groups += 1;
+            }
+        }
+        assert_eq!(groups, 7);
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn distinct_count_is_the_rounded_estimate_within_its_error() -> Result<()> {
+    let ctx = context(1)?;
+    let exact = one(&ctx, "SELECT COUNT(DISTINCT i) FROM t")
+        .await?
+        .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+        .value(0);
+    for (function, sketch) in
+        [("distinct_count", "ull_sketch"), ("distinct_count_hll", "hll_sketch"), ("distinct_count_ell", "ell_sketch")]
+    {
+        let count = one(&ctx, &format!("SELECT {function}(i) FROM t")).await?.as_primitive::<UInt64Type>().value(0);
+        let estimate = one(&ctx, &format!("SELECT sketch_estimate({sketch}(i)) FROM t")).await?;
+        let estimate = estimate.as_primitive::<datafusion::arrow::datatypes::Float64Type>().value(0);
+        assert_eq!(count, estimate.round() as u64, "{function}");
+        // 6 007 distinct values: within the sparse forms' exact range or a few σ of it.
+        assert!((count as f64 / exact as f64 - 1.0).abs() < 0.04, "{function}: {count} against {exact}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn bounds_bracket_the_estimate_and_the_confidence_widens_them() -> Result<()> {
+    let ctx = context(1)?;
+    let batches = query(
+        &ctx,
+        "SELECT sketch_lower_bound(s, 3), sketch_lower_bound(s), sketch_lower_bound(s, 1), sketch_estimate(s), \
+         sketch_upper_bound(s, 1), sketch_upper_bound(s), sketch_upper_bound(s, 3) FROM (SELECT hll_sketch(i, 8) AS s FROM t)",
+    )
+    .await?;
+    let v: Vec<f64> = (0..7)
+        .map(|c| batches[0].column(c).as_primitive::<datafusion::arrow::datatypes::Float64Type>().value(0))
+        .collect();
+    assert!(v.windows(2).all(|w| w[0] < w[1]), "{v:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn daily_sketches_roll_up_to_the_sketch_of_the_whole() -> Result<()> {
+    let ctx = context(8)?;
+    ctx.sql(
+        "CREATE TABLE daily AS SELECT g AS day, ull_sketch(s) AS users, ell_sketch(s) AS users_ell FROM t GROUP BY g",
+    )
+    .await?
+    .collect()
+    .await?;
+    let rolled = UltraLogLog::from_bytes(&bytes(&one(&ctx, "SELECT sketch_union(users) FROM daily").await?))
+        .expect("an UltraLogLog");
+    let whole = rust_sketch(UltraLogLog::new(13).unwrap(), "s", 0..ROWS);
+    assert_eq!(merged(&rolled), merged(&whole));
+    let rolled = ExaLogLog::from_bytes(&bytes(&one(&ctx, "SELECT sketch_union(users_ell) FROM daily").await?))
+        .expect("an ExaLogLog");
+    assert_eq!(merged(&rolled), merged(&rust_sketch(ExaLogLog::new(11).unwrap(), "s", 0..ROWS)));
+    // A sketch built in Rust merges with the stored ones.
+    let mut extra = UltraLogLog::new(13).unwrap();
+    extra.observe("someone new");
+    let sql = format!(
+        "SELECT sketch_estimate(sketch_union(u)) FROM (SELECT users AS u FROM daily UNION ALL SELECT X'{}' AS u)",
+        hex(&extra.to_bytes())
+    );
+    let with_extra = one(&ctx, &sql).await?.as_primitive::<datafusion::arrow::datatypes::Float64Type>().value(0);
+    let mut want = merged(&whole);
+    want.merge(&extra).unwrap();
+    assert_eq!(with_extra, want.estimate());
+    // No sketches: NULL.
+    assert!(one(&ctx, "SELECT sketch_union(users) FROM daily WHERE day > 100").await?.is_null(0));
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02X}")).collect()
+}
+
+#[tokio::test]
+async fn parquet_with_several_row_groups_gives_the_memory_table_answers() -> Result<()> {
+    let dir = std::env::temp_dir().join(format!("synopses-datafusion-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("t.parquet");
+    {
+        let file = std::fs::File::create(&path)?;
+        let props = WriterProperties::builder().set_max_row_group_row_count(Some(3_000)).build();
+        let mut writer = ArrowWriter::try_new(file, schema(), Some(props))?;
+        for start in (0..ROWS).step_by(1000) {
+            writer.write(&batch(start..(start + 1000).min(ROWS)))?;
+        }
+        let metadata = writer.close()?;
+        assert!(metadata.num_row_groups() > 5);
+    }
+    for partitions in [1, 8] {
+        let ctx = context(partitions)?;
+        ctx.register_parquet("p", path.to_str().expect("a UTF-8 path"), ParquetReadOptions::default()).await?;
+        for column in ["i", "s", "d"] {
+            let from_file =
+                UltraLogLog::from_bytes(&bytes(&one(&ctx, &format!("SELECT ull_sketch({column}) FROM p")).await?))
+                    .expect("ok");
+            let from_memory =
+                UltraLogLog::from_bytes(&bytes(&one(&ctx, &format!("SELECT ull_sketch({column}) FROM t")).await?))
+                    .expect("ok");
+            assert_eq!(merged(&from_file), merged(&from_memory), "column {column}, {partitions} partitions");
+        }
+    }
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+/// The message of a query's error while it is planned (logically, or physically with the
+/// optimizer); a query that plans is a failure of the test.
+async fn planning_error(ctx: &SessionContext, sql: &str) -> String {
+    match ctx.sql(sql).await {
+        Err(e) => e.to_string(),
+        Ok(df) => match df.create_physical_plan().await {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("`{sql}` was planned"),
+        },
+    }
+}
+
+/// The message of a query's error when it runs; a query that fails to plan, or succeeds, is
+/// a failure of the test.
+async fn execution_error(ctx: &SessionContext, sql: &str) -> String {
+    let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("`{sql}` plans: {e}"));
+    let plan = df.clone().create_physical_plan().await.unwrap_or_else(|e| panic!("`{sql}` plans: {e}"));
+    drop(plan);
+    match df.collect().await {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("`{sql}` succeeded"),
+    }
+}
+
+#[tokio::test]
+async fn bad_arguments_fail_while_planning_with_the_function_named() -> Result<()> {
+    let ctx = context(2)?;
+    for (sql, function) in [
+        ("SELECT ull_sketch(INTERVAL '1' DAY) FROM t", "ull_sketch"),
+        ("SELECT hll_sketch(i, 'x') FROM t", "hll_sketch"),
+        ("SELECT hll_sketch(i, 99) FROM t", "hll_sketch"),
+        ("SELECT hll_sketch(i, 2) FROM t", "hll_sketch"),
+        ("SELECT ell_sketch(i, -1) FROM t", "ell_sketch"),
+        ("SELECT ull_sketch(i, n) FROM t", "ull_sketch"),
+        ("SELECT distinct_count(i, 12, 3) FROM t", "distinct_count"),
+        ("SELECT distinct_count() FROM t", "distinct_count"),
+        ("SELECT sketch_union(i) FROM t", "sketch_union"),
+        ("SELECT sketch_estimate(s) FROM t", "sketch_estimate"),
+        ("SELECT sketch_upper_bound(ull_sketch(i), 0.5) FROM t", "sketch_upper_bound"),
+        ("SELECT sketch_lower_bound(ull_sketch(i), 'high') FROM t", "sketch_lower_bound"),
+    ] {
+        let message = planning_error(&ctx, sql).await;
+        assert!(message.contains(function), "`{sql}`: {message}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn foreign_or_damaged_sketches_fail_when_the_query_runs() -> Result<()> {
+    let ctx = context(1)?;
+    let good = UltraLogLog::new(13).unwrap().to_bytes();
+    let mut damaged = good.clone();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 1;
+    let other_precision = UltraLogLog::new(12).unwrap().to_bytes();
+    let hll = HyperLogLog::new(13).unwrap().to_bytes();
+    for (sql, needle) in [
+        (format!("SELECT sketch_estimate(X'{}')", hex(&damaged)), "checksum"),
+        ("SELECT sketch_estimate(X'00010203')".to_string(), "not the bytes"),
+        (
+            format!("SELECT sketch_union(s) FROM (SELECT X'{}' AS s UNION ALL SELECT X'{}')", hex(&good), hex(&hll)),
+            "cannot merge",
+        ),
+        (
+            format!(
+                "SELECT sketch_union(s) FROM (SELECT X'{}' AS s UNION ALL SELECT X'{}')",
+                hex(&good),
+                hex(&damaged)
+            ),
+            "sketch_union",
+        ),
+        (
+            format!(
+                "SELECT sketch_union(s) FROM (SELECT X'{}' AS s UNION ALL SELECT X'{}')",
+                hex(&other_precision),
+                hex(&hll)
+            ),
+            "sketch_union",
+        ),
+    ] {
+        let message = execution_error(&ctx, &sql).await;
+        assert!(message.to_lowercase().contains(needle), "`{sql}`: {message}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_precision_mismatch_in_a_union_reduces_or_fails_cleanly() -> Result<()> {
+    // UltraLogLog merges down to the smaller precision; the result is that of the coarser.
+    let ctx = context(1)?;
+    let (mut a, mut b) = (UltraLogLog::new(13).unwrap(), UltraLogLog::new(12).unwrap());
+    a.observe(1_u64);
+    b.observe(2_u64);
+    let sql = format!(
+        "SELECT sketch_union(s) FROM (SELECT X'{}' AS s UNION ALL SELECT X'{}')",
+        hex(&a.to_bytes()),
+        hex(&b.to_bytes())
+    );
+    let got = match ctx.sql(&sql).await?.collect().await {
+        Ok(batches) => Some(batches),
+        Err(e) => {
+            assert!(e.to_string().contains("sketch_union"), "{e}");
+            None
+        }
+    };
+    let mut want = a.clone();
+    if want.merge(&b).is_ok() {
+        let batches = got.expect("the merge the Rust API allows");
+        let array = batches.iter().find(|b| b.num_rows() > 0).expect("a row").column(0).clone();
+        assert_eq!(UltraLogLog::from_bytes(&bytes(&array)).expect("ok"), want);
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn empty_input_gives_the_empty_sketch_and_a_zero_count() -> Result<()> {
+    let ctx = context(8)?;
+    let sketch = bytes(&one(&ctx, "SELECT ull_sketch(i) FROM t WHERE i > 1000000").await?);
+    assert_eq!(UltraLogLog::from_bytes(&sketch).expect("ok"), UltraLogLog::new(13).unwrap());
+    let count = one(&ctx, "SELECT distinct_count(i) FROM t WHERE i > 1000000").await?;
+    assert_eq!(count.as_primitive::<UInt64Type>().value(0), 0);
+    Ok(())
+}
+
+mod hostile {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        /// Arbitrary bytes, and a valid sketch with one byte changed, never panic a function:
+        /// an answer or an error.
+        #[test]
+        fn arbitrary_bytes_give_an_answer_or_an_error(noise in prop::collection::vec(any::<u8>(), 0..64), at in any::<usize>(), xor in 1..=255_u8) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+            let mut sketch = UltraLogLog::new(8).unwrap();
+            (0..50_u64).for_each(|i| sketch.observe(i));
+            let mut flipped = sketch.to_bytes();
+            let i = at % flipped.len();
+            flipped[i] ^= xor;
+            runtime.block_on(async {
+                let ctx = SessionContext::new();
+                synopses_datafusion::register(&ctx);
+                for bytes in [&noise, &flipped] {
+                    for function in ["sketch_estimate", "sketch_lower_bound", "sketch_upper_bound", "sketch_union"] {
+                        let sql = format!("SELECT {function}(X'{}')", hex(bytes));
+                        if let Ok(df) = ctx.sql(&sql).await {
+                            let _ = df.collect().await;
+                        }
+                    }
+                }
+            });
+        }
+    }
+}
+
+#[test]
+fn the_table_has_what_the_tests_need() {
+    let b = batch(0..ROWS);
+    assert!(b.column(1).null_count() > 100);
+    let distinct: std::collections::HashSet<_> = (0..ROWS).filter_map(value).collect();
+    assert!(distinct.len() > 5_000);
+}
