@@ -5,12 +5,14 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BinaryArray, BooleanArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
+use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, not_impl_err, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, AggregateFunctionSimplification, StateFieldsArgs};
 use datafusion::logical_expr::utils::format_state_name;
-use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Expr, Signature, Volatility};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, Expr, GroupsAccumulator, Signature, Volatility,
+};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Literal;
 use synopses::cardinality::{ExaLogLog, HyperLogLog, UltraLogLog};
@@ -272,6 +274,16 @@ impl AggregateUDFImpl for SketchValues {
         Ok(Box::new(ValuesAccumulator { name: self.name.clone(), output: self.output, sketch }))
     }
 
+    fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
+        true
+    }
+
+    fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
+        let p = precision(&self.name, self.kind, &args)?;
+        let proto = Distinct::new(self.kind, p).map_err(|e| DataFusionError::Plan(format!("{}: {e}", self.name)))?;
+        Ok(Box::new(GroupSketches { name: self.name.clone(), output: self.output, proto, sketches: Vec::new() }))
+    }
+
     fn default_value(&self, data_type: &DataType) -> Result<ScalarValue> {
         match self.output {
             Output::Count => Ok(ScalarValue::UInt64(Some(0))),
@@ -310,7 +322,7 @@ impl Accumulator for ValuesAccumulator {
         let Some(values) = values.first() else { return Ok(()) };
         let seed = self.sketch.seed();
         let sketch = &mut self.sketch;
-        for_each_hash(values.as_ref(), seed, &mut |hash| sketch.observe_hash(hash))
+        for_each_hash(values.as_ref(), seed, &mut |_, hash| sketch.observe_hash(hash))
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
@@ -336,6 +348,91 @@ impl Accumulator for ValuesAccumulator {
             self.sketch = sketch;
         }
         Ok(())
+    }
+}
+
+/// The accumulator of [`SketchValues`] under `GROUP BY`: one sketch per group in one vector,
+/// not one boxed accumulator per group. A new group's sketch is a copy of an empty one (an
+/// empty sparse sketch: a few bytes until the group sees values).
+#[derive(Debug)]
+struct GroupSketches {
+    name: String,
+    output: Output,
+    proto: Distinct,
+    sketches: Vec<Distinct>,
+}
+
+impl GroupSketches {
+    /// The sketches `emit_to` asks for, taken out of the accumulator.
+    fn take(&mut self, emit_to: EmitTo) -> Vec<Distinct> {
+        emit_to.take_needed(&mut self.sketches)
+    }
+}
+
+/// The sketches' bytes, as a `Binary` column.
+fn sketch_column(sketches: &[Distinct]) -> ArrayRef {
+    Arc::new(BinaryArray::from_iter_values(sketches.iter().map(Distinct::to_bytes)))
+}
+
+impl GroupsAccumulator for GroupSketches {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.sketches.resize(total_num_groups, self.proto.clone());
+        let Some(values) = values.first() else { return Ok(()) };
+        let sketches = &mut self.sketches;
+        for_each_hash(values.as_ref(), self.proto.seed(), &mut |row, hash| {
+            // A row the aggregate's FILTER clause leaves out (false or NULL) adds nothing.
+            if opt_filter.is_some_and(|filter| !filter.is_valid(row) || !filter.value(row)) {
+                return;
+            }
+            if let Some(sketch) = group_indices.get(row).and_then(|&group| sketches.get_mut(group)) {
+                sketch.observe_hash(hash);
+            }
+        })
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        let sketches = self.take(emit_to);
+        Ok(match self.output {
+            Output::Sketch => sketch_column(&sketches),
+            Output::Count => Arc::new(UInt64Array::from_iter_values(sketches.iter().map(|s| rounded(s.estimate())))),
+        })
+    }
+
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        Ok(vec![sketch_column(&self.take(emit_to))])
+    }
+
+    fn merge_batch(&mut self, values: &[ArrayRef], group_indices: &[usize], total_num_groups: usize) -> Result<()> {
+        self.sketches.resize(total_num_groups, self.proto.clone());
+        let Some(column) = values.first() else { return Ok(()) };
+        let Some(column) = column.as_binary_opt::<i32>() else {
+            return exec_err!("{}: sketches come as Binary, not {}", self.name, column.data_type());
+        };
+        for (row, bytes) in column.iter().enumerate() {
+            let (Some(bytes), Some(&group)) = (bytes, group_indices.get(row)) else { continue };
+            let other = Distinct::from_bytes(bytes)
+                .map_err(|e| DataFusionError::Execution(format!("{}: row {row}: {e}", self.name)))?;
+            if let Some(sketch) = self.sketches.get_mut(group) {
+                sketch.merge(&other).map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn convert_to_state(&self, _values: &[ArrayRef], _opt_filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
+        not_impl_err!("{}: no state without the aggregate", self.name)
+    }
+
+    fn size(&self) -> usize {
+        size_of_val(self)
+            + (self.sketches.capacity() - self.sketches.len()) * size_of::<Distinct>()
+            + self.sketches.iter().map(Distinct::size).sum::<usize>()
     }
 }
 

@@ -39,30 +39,44 @@ fn canonical(x: f64) -> f64 {
     }
 }
 
-/// Calls `f` with the hash under `seed` of every non-null value of `array`, in row order.
+/// Calls `f` with the row and the hash under `seed` of every non-null value of `array`, in row
+/// order.
 ///
 /// # Errors
 ///
 /// A type outside the table of the crate docs (the planner refuses those first).
-pub(crate) fn for_each_hash(array: &dyn Array, seed: u64, f: &mut impl FnMut(u64)) -> Result<()> {
+pub(crate) fn for_each_hash(array: &dyn Array, seed: u64, f: &mut impl FnMut(usize, u64)) -> Result<()> {
+    /// Each non-null value's row and hash, from an iterator of optional values.
+    fn rows<V>(values: impl Iterator<Item = Option<V>>, f: &mut impl FnMut(usize, u64), hash: impl Fn(V) -> u64) {
+        for (row, value) in values.enumerate() {
+            if let Some(value) = value {
+                f(row, hash(value));
+            }
+        }
+    }
     /// The values of a primitive array, by the Rust type its native values convert to.
-    fn primitive<T: ArrowPrimitiveType>(array: &dyn Array, f: &mut impl FnMut(T::Native)) {
+    fn primitive<T: ArrowPrimitiveType>(
+        array: &dyn Array,
+        f: &mut impl FnMut(usize, u64),
+        hash: impl Fn(T::Native) -> u64,
+    ) {
         let array = array.as_primitive::<T>();
         if array.null_count() == 0 {
-            array.values().iter().for_each(|&v| f(v));
+            array.values().iter().enumerate().for_each(|(row, &v)| f(row, hash(v)));
         } else {
-            array.iter().flatten().for_each(f);
+            rows(array.iter(), f, hash);
         }
     }
     macro_rules! hash_primitive {
         ($t:ty) => {
-            primitive::<$t>(array, &mut |v| f(v.hash64(seed)))
+            primitive::<$t>(array, f, |v| v.hash64(seed))
         };
     }
+    let (text, bytes) = (|v: &str| v.hash64(seed), |v: &[u8]| v.hash64(seed));
     use DataType::*;
     match array.data_type() {
         Null => {}
-        Boolean => array.as_boolean().iter().flatten().for_each(|v| f(v.hash64(seed))),
+        Boolean => rows(array.as_boolean().iter(), f, |v: bool| v.hash64(seed)),
         Int8 => hash_primitive!(Int8Type),
         Int16 => hash_primitive!(Int16Type),
         Int32 => hash_primitive!(Int32Type),
@@ -71,8 +85,8 @@ pub(crate) fn for_each_hash(array: &dyn Array, seed: u64, f: &mut impl FnMut(u64
         UInt16 => hash_primitive!(UInt16Type),
         UInt32 => hash_primitive!(UInt32Type),
         UInt64 => hash_primitive!(UInt64Type),
-        Float32 => primitive::<Float32Type>(array, &mut |v| f((canonical(f64::from(v)) as f32).to_bits().hash64(seed))),
-        Float64 => primitive::<Float64Type>(array, &mut |v| f(canonical(v).to_bits().hash64(seed))),
+        Float32 => primitive::<Float32Type>(array, f, |v| (canonical(f64::from(v)) as f32).to_bits().hash64(seed)),
+        Float64 => primitive::<Float64Type>(array, f, |v| canonical(v).to_bits().hash64(seed)),
         Date32 => hash_primitive!(Date32Type),
         Date64 => hash_primitive!(Date64Type),
         Time32(TimeUnit::Second) => hash_primitive!(Time32SecondType),
@@ -88,33 +102,30 @@ pub(crate) fn for_each_hash(array: &dyn Array, seed: u64, f: &mut impl FnMut(u64
         Duration(TimeUnit::Microsecond) => hash_primitive!(DurationMicrosecondType),
         Duration(TimeUnit::Nanosecond) => hash_primitive!(DurationNanosecondType),
         Decimal128(_, _) => hash_primitive!(Decimal128Type),
-        Utf8 => array.as_string::<i32>().iter().flatten().for_each(|v| f(v.hash64(seed))),
-        LargeUtf8 => array.as_string::<i64>().iter().flatten().for_each(|v| f(v.hash64(seed))),
-        Utf8View => array.as_string_view().iter().flatten().for_each(|v| f(v.hash64(seed))),
-        Binary => array.as_binary::<i32>().iter().flatten().for_each(|v| f(v.hash64(seed))),
-        LargeBinary => array.as_binary::<i64>().iter().flatten().for_each(|v| f(v.hash64(seed))),
-        BinaryView => array.as_binary_view().iter().flatten().for_each(|v| f(v.hash64(seed))),
-        FixedSizeBinary(_) => array.as_fixed_size_binary().iter().flatten().for_each(|v| f(v.hash64(seed))),
+        Utf8 => rows(array.as_string::<i32>().iter(), f, text),
+        LargeUtf8 => rows(array.as_string::<i64>().iter(), f, text),
+        Utf8View => rows(array.as_string_view().iter(), f, text),
+        Binary => rows(array.as_binary::<i32>().iter(), f, bytes),
+        LargeBinary => rows(array.as_binary::<i64>().iter(), f, bytes),
+        BinaryView => rows(array.as_binary_view().iter(), f, bytes),
+        FixedSizeBinary(_) => rows(array.as_fixed_size_binary().iter(), f, bytes),
         Dictionary(_, _) => {
             // Each distinct value of the dictionary is hashed once; its rows look it up.
             let dictionary = array.as_any_dictionary();
             let values = dictionary.values();
-            let mut hashes = Vec::with_capacity(values.len());
-            for i in 0..values.len() {
-                let mut hash = None;
-                if values.is_valid(i) {
-                    hash_value(values.slice(i, 1).as_ref(), seed, &mut |h| hash = Some(h))?;
+            let mut hashes = vec![None; values.len()];
+            hash_values(values.as_ref(), seed, &mut |row, h| {
+                if let Some(slot) = hashes.get_mut(row) {
+                    *slot = Some(h);
                 }
-                hashes.push(hash);
-            }
-            let keys = dictionary.normalized_keys();
+            })?;
             let key_nulls = dictionary.keys().logical_nulls();
-            for (i, key) in keys.into_iter().enumerate() {
-                if key_nulls.as_ref().is_some_and(|nulls| nulls.is_null(i)) {
+            for (row, key) in dictionary.normalized_keys().into_iter().enumerate() {
+                if key_nulls.as_ref().is_some_and(|nulls| nulls.is_null(row)) {
                     continue;
                 }
-                if let Some(Some(hash)) = hashes.get(key) {
-                    f(*hash);
+                if let Some(Some(h)) = hashes.get(key) {
+                    f(row, *h);
                 }
             }
         }
@@ -123,9 +134,9 @@ pub(crate) fn for_each_hash(array: &dyn Array, seed: u64, f: &mut impl FnMut(u64
     Ok(())
 }
 
-/// [`for_each_hash`] through a trait object: the dictionary case's own values, without a new
+/// [`for_each_hash`] through a trait object: a dictionary's values, without a new
 /// instantiation for each level of nesting.
-fn hash_value(array: &dyn Array, seed: u64, mut f: &mut dyn FnMut(u64)) -> Result<()> {
+fn hash_values(array: &dyn Array, seed: u64, mut f: &mut dyn FnMut(usize, u64)) -> Result<()> {
     for_each_hash(array, seed, &mut f)
 }
 

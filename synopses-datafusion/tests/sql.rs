@@ -179,6 +179,37 @@ async fn group_by_gives_each_group_its_sketch() -> Result<()> {
 }
 
 #[tokio::test]
+async fn many_groups_and_filter_clauses_give_each_group_its_sketch() -> Result<()> {
+    for partitions in [1, 8] {
+        let ctx = context(partitions)?;
+        let sql = "SELECT i % 1000 AS k, hll_sketch(s, 10) FILTER (WHERE n > 0), ell_sketch(d, 8) \
+                   FROM t WHERE i IS NOT NULL GROUP BY i % 1000";
+        let mut groups = 0;
+        for batch in query(&ctx, sql).await? {
+            let keys = batch.column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+            for row in 0..batch.num_rows() {
+                let k = keys.value(row);
+                let in_group = |r: &usize| value(*r).is_some_and(|v| v % 1000 == k);
+                let want = rust_sketch(
+                    HyperLogLog::new(10).unwrap(),
+                    "s",
+                    (0..ROWS).filter(|r| in_group(r) && value(*r).is_some_and(|v| v as i32 > 0)),
+                );
+                let got =
+                    HyperLogLog::from_bytes(batch.column(1).as_binary::<i32>().value(row)).expect("a HyperLogLog");
+                assert_eq!(merged(&got), merged(&want), "group {k}");
+                let want = rust_sketch(ExaLogLog::new(8).unwrap(), "d", (0..ROWS).filter(in_group));
+                let got = ExaLogLog::from_bytes(batch.column(2).as_binary::<i32>().value(row)).expect("an ExaLogLog");
+                assert_eq!(merged(&got), merged(&want), "group {k}");
+                groups += 1;
+            }
+        }
+        assert_eq!(groups, 1999, "{partitions} partitions");
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn distinct_count_is_the_rounded_estimate_within_its_error() -> Result<()> {
     let ctx = context(1)?;
     let exact = one(&ctx, "SELECT COUNT(DISTINCT i) FROM t")
