@@ -113,6 +113,10 @@ pub(crate) fn for_each_hash(array: &dyn Array, seed: u64, f: &mut impl FnMut(usi
             // Each distinct value of the dictionary is hashed once; its rows look it up.
             let dictionary = array.as_any_dictionary();
             let values = dictionary.values();
+            if values.is_empty() {
+                // No values, so every key is NULL (and arrow's key normalization would panic).
+                return Ok(());
+            }
             let mut hashes = vec![None; values.len()];
             hash_values(values.as_ref(), seed, &mut |row, h| {
                 if let Some(slot) = hashes.get_mut(row) {

@@ -476,3 +476,120 @@ fn the_table_has_what_the_tests_need() {
     let distinct: std::collections::HashSet<_> = (0..ROWS).filter_map(value).collect();
     assert!(distinct.len() > 5_000);
 }
+
+mod every_type {
+    use super::*;
+    use datafusion::arrow::array::{
+        BooleanArray, Decimal128Array, DictionaryArray, Float32Array, Float64Array, Int8Array, LargeStringArray,
+        StringViewArray, TimestampMicrosecondArray, UInt16Array,
+    };
+    use datafusion::arrow::datatypes::Int16Type;
+    use proptest::prelude::*;
+
+    /// The Rust sketch a column of `values` should give, each value observed as `as_rust`
+    /// makes it.
+    fn want<V: Clone>(values: &[Option<V>], observe: impl Fn(&mut UltraLogLog, V)) -> UltraLogLog {
+        let mut sketch = UltraLogLog::new(13).unwrap();
+        values.iter().flatten().for_each(|v| observe(&mut sketch, v.clone()));
+        sketch
+    }
+
+    /// The float a SQL sketch hashes: one zero, one NaN.
+    fn canonical(x: f64) -> f64 {
+        if x == 0.0 {
+            0.0
+        } else if x.is_nan() {
+            f64::NAN
+        } else {
+            x
+        }
+    }
+
+    fn run(columns: Vec<(&str, ArrayRef)>, want: Vec<UltraLogLog>) -> std::result::Result<(), TestCaseError> {
+        let fields: Vec<Field> =
+            columns.iter().map(|(name, a)| Field::new(*name, a.data_type().clone(), true)).collect();
+        let schema = Arc::new(Schema::new(fields));
+        let batch =
+            RecordBatch::try_new(Arc::clone(&schema), columns.iter().map(|(_, a)| Arc::clone(a)).collect()).unwrap();
+        // Two partitions: the first row alone, then the rest.
+        let (head, tail) = (
+            batch.slice(0, batch.num_rows().min(1)),
+            batch.slice(batch.num_rows().min(1), batch.num_rows() - batch.num_rows().min(1)),
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let got: Vec<UltraLogLog> = runtime.block_on(async {
+            let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+            synopses_datafusion::register(&ctx);
+            ctx.register_table("v", Arc::new(MemTable::try_new(schema, vec![vec![head], vec![tail]]).unwrap()))
+                .unwrap();
+            let select = columns.iter().map(|(name, _)| format!("ull_sketch({name})")).collect::<Vec<_>>().join(", ");
+            let batches = query(&ctx, &format!("SELECT {select} FROM v")).await.unwrap();
+            let row = batches.iter().find(|b| b.num_rows() > 0).unwrap();
+            row.columns().iter().map(|c| UltraLogLog::from_bytes(c.as_binary::<i32>().value(0)).unwrap()).collect()
+        });
+        for (((name, _), got), want) in columns.iter().zip(&got).zip(&want) {
+            prop_assert_eq!(merged(got), merged(want), "column {}", name);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        /// Every Arrow type of the crate docs' table, NULLs included, gives the sketch of the
+        /// Rust values it holds.
+        #[test]
+        fn every_type_hashes_as_its_rust_value(
+            rows in prop::collection::vec((
+                prop::option::of(any::<i64>()),
+                prop::option::of(".{0,12}"),
+                prop::option::of(prop_oneof![any::<f64>(), Just(0.0), Just(-0.0), Just(f64::NAN), Just(-f64::NAN)]),
+                prop::option::of(0_i16..4),
+            ), 1..60),
+        ) {
+            let ints: Vec<Option<i64>> = rows.iter().map(|r| r.0).collect();
+            let texts: Vec<Option<String>> = rows.iter().map(|r| r.1.clone()).collect();
+            let floats: Vec<Option<f64>> = rows.iter().map(|r| r.2).collect();
+            let keys: Vec<Option<i16>> = rows.iter().map(|r| r.3).collect();
+            let small: Vec<Option<i8>> = ints.iter().map(|v| v.map(|v| v as i8)).collect();
+            let unsigned: Vec<Option<u16>> = ints.iter().map(|v| v.map(|v| v as u16)).collect();
+            let flags: Vec<Option<bool>> = ints.iter().map(|v| v.map(|v| v % 2 == 0)).collect();
+            let dictionary_values = ["red", "green", "", "blue"];
+            let dictionary: DictionaryArray<Int16Type> = keys.iter().map(|k| k.map(|k| dictionary_values[k as usize])).collect();
+            let dictionary_as_text: Vec<Option<String>> = keys.iter().map(|k| k.map(|k| dictionary_values[k as usize].to_string())).collect();
+            let f32s: Vec<Option<f32>> = floats.iter().map(|v| v.map(|v| v as f32)).collect();
+            let columns: Vec<(&str, ArrayRef)> = vec![
+                ("i64", Arc::new(Int64Array::from(ints.clone()))),
+                ("i8", Arc::new(Int8Array::from(small.clone()))),
+                ("u16", Arc::new(UInt16Array::from(unsigned.clone()))),
+                ("flag", Arc::new(BooleanArray::from(flags.clone()))),
+                ("text", Arc::new(StringArray::from(texts.clone()))),
+                ("large_text", Arc::new(LargeStringArray::from(texts.clone()))),
+                ("text_view", Arc::new(StringViewArray::from(texts.clone()))),
+                ("bytes", Arc::new(BinaryArray::from(texts.iter().map(|t| t.as_deref().map(str::as_bytes)).collect::<Vec<_>>()))),
+                ("f64", Arc::new(Float64Array::from(floats.clone()))),
+                ("f32", Arc::new(Float32Array::from(f32s.clone()))),
+                ("day", Arc::new(Date32Array::from(small.iter().map(|v| v.map(i32::from)).collect::<Vec<_>>()))),
+                ("at", Arc::new(TimestampMicrosecondArray::from(ints.clone()))),
+                ("amount", Arc::new(Decimal128Array::from(ints.iter().map(|v| v.map(i128::from)).collect::<Vec<_>>()).with_precision_and_scale(38, 2).unwrap())),
+                ("color", Arc::new(dictionary)),
+            ];
+            let want = vec![
+                want(&ints, |s, v| s.observe(v)),
+                want(&small, |s, v| s.observe(v)),
+                want(&unsigned, |s, v| s.observe(v)),
+                want(&flags, |s, v| s.observe(v)),
+                want(&texts, |s, v| s.observe(v.as_str())),
+                want(&texts, |s, v| s.observe(v.as_str())),
+                want(&texts, |s, v| s.observe(v.as_str())),
+                want(&texts, |s, v| s.observe(v.as_bytes())),
+                want(&floats, |s, v| s.observe(canonical(v).to_bits())),
+                want(&f32s, |s, v| s.observe((canonical(f64::from(v)) as f32).to_bits())),
+                want(&small, |s, v| s.observe(i32::from(v))),
+                want(&ints, |s, v| s.observe(v)),
+                want(&ints, |s, v| s.observe(i128::from(v))),
+                want(&dictionary_as_text, |s, v| s.observe(v.as_str())),
+            ];
+            run(columns, want)?;
+        }
+    }
+}
