@@ -32,13 +32,19 @@
 //! | `hll_sketch(x [, p])` | `Binary` | a [`HyperLogLog`](synopses::cardinality::HyperLogLog) (default `p` = 14, 16 KiB) |
 //! | `ell_sketch(x [, p])` | `Binary` | an [`ExaLogLog`](synopses::cardinality::ExaLogLog), `t = 2, d = 20` (default `p` = 11, 7 KiB) |
 //! | `distinct_count(x [, p])`, `distinct_count_hll`, `distinct_count_ell` | `UInt64` | the estimate of the same sketch, rounded: a replacement for `approx_distinct` |
-//! | `sketch_union(s)` | `Binary` | the merge of the non-null sketches `s` (of one kind and precision), `NULL` if none |
-//! | `sketch_estimate(s)` | `Float64` | the sketch's estimate of its number of distinct values |
+//! | `cms_sketch(x [, width, depth])` | `Binary` | a [`CountMin`](synopses::frequency::CountMin) of the values' frequencies (default 2048 × 5, 80 KiB) |
+//! | `bloom_sketch(x [, n, rate])` | `Binary` | a [`Bloom`](synopses::membership::Bloom) filter sized for `n` values at false-positive rate `rate` (default 10⁶ at 0.01, 1.2 MB) |
+//! | `sketch_union(s)` | `Binary` | the merge of the non-null sketches `s` (of one kind and configuration), `NULL` if none |
+//! | `sketch_estimate(s)` | `Float64` | a distinct count's estimate of its number of distinct values |
 //! | `sketch_lower_bound(s [, c])`, `sketch_upper_bound(s [, c])` | `Float64` | its confidence interval: `c` = 0.95 (the default) or 1, 2, 3 standard deviations |
+//! | `sketch_frequency(s, x)` | `UInt64` | a Count-Min sketch's estimate of how often `x` occurred: never below the truth |
+//! | `sketch_contains(s, x)` | `Boolean` | whether a Bloom filter may hold `x`: never false for a value it holds |
 //!
 //! The sketches are the bytes of the crate's versioned format (`Codec::to_bytes`): a sketch
-//! built here decodes in Rust with `UltraLogLog::from_bytes` and the other way round, and
-//! `sketch_union` merges both.
+//! built here decodes in Rust with `UltraLogLog::from_bytes` (or `CountMin::from_bytes`, ...)
+//! and the other way round, and `sketch_union` merges both. A Bloom filter built by one
+//! query pre-filters another: `... WHERE sketch_contains((SELECT users FROM filters), user_id)`;
+//! the sketch of a constant is decoded once per batch.
 //!
 //! # The error
 //!
@@ -52,6 +58,11 @@
 //! distinct values every sketch holds them exactly (its sparse form), and the estimate is the
 //! count.
 //!
+//! A Count-Min sketch of `N` values over-counts a value by at most `e·N/width` with
+//! probability `1 − e^−depth` (0.13 % of `N` with probability 99.3 % by default); a Bloom
+//! filter holding `n` values answers `true` for a value it does not hold with probability
+//! `rate` (more once it holds more than the `n` it was sized for).
+//!
 //! # Partitions and merges
 //!
 //! DataFusion aggregates each partition on its own and merges the partial states: here a
@@ -60,7 +71,8 @@
 //! the partitioning. What a merge loses is the martingale of a single stream: with several
 //! partitions the estimate comes from the registers (the `c` of a merged sketch above), with
 //! one from the martingale, so the two can differ within their errors; the sketches, merged
-//! in Rust, are equal.
+//! in Rust, are equal. Count-Min's counters and Bloom's bits merge exactly, with no history:
+//! their sketches are the same whatever the partitioning.
 //!
 //! # Values
 //!
@@ -102,8 +114,9 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
-mod distinct;
+mod aggregate;
 mod scalar;
+mod sketch;
 mod values;
 
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
@@ -134,13 +147,13 @@ pub fn register(ctx: &SessionContext) {
 /// ```
 #[must_use]
 pub fn aggregate_functions() -> Vec<AggregateUDF> {
-    distinct::aggregates()
+    aggregate::aggregates()
 }
 
 /// The scalar functions of this crate, for a registry other than a `SessionContext`.
 ///
 /// ```
-/// assert_eq!(synopses_datafusion::scalar_functions().len(), 3);
+/// assert_eq!(synopses_datafusion::scalar_functions().len(), 5);
 /// ```
 #[must_use]
 pub fn scalar_functions() -> Vec<ScalarUDF> {

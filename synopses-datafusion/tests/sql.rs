@@ -15,6 +15,8 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use synopses::cardinality::{ExaLogLog, HyperLogLog, UltraLogLog};
 use synopses::core::{Mergeable, Operator};
+use synopses::frequency::CountMin;
+use synopses::membership::Bloom;
 
 /// Rows of the test table: `g` (a group, 0..7), `i` (an Int64 with NULLs and repeats), `s`
 /// (a string), `b` (bytes), `d` (a date), `n` (an Int32).
@@ -313,6 +315,79 @@ async fn parquet_with_several_row_groups_gives_the_memory_table_answers() -> Res
     Ok(())
 }
 
+#[tokio::test]
+async fn count_min_and_bloom_sketches_equal_the_rust_ones_and_answer_per_value() -> Result<()> {
+    for partitions in [1, 8] {
+        let ctx = context(partitions)?;
+        let batches =
+            query(&ctx, "SELECT cms_sketch(s), cms_sketch(s, 512, 3), bloom_sketch(i, 20000, 0.01) FROM t").await?;
+        let row = &batches[0];
+        let cms = CountMin::from_bytes(&bytes(row.column(0))).expect("a Count-Min sketch");
+        let small = CountMin::from_bytes(&bytes(row.column(1))).expect("a Count-Min sketch");
+        let bloom = Bloom::from_bytes(&bytes(row.column(2))).expect("a Bloom filter");
+        // Merges of counts and bits are exact: the very state of one pass, whatever the partitions.
+        assert_eq!(cms, rust_sketch(CountMin::new(2048, 5).unwrap(), "s", 0..ROWS));
+        assert_eq!(small, rust_sketch(CountMin::new(512, 3).unwrap(), "s", 0..ROWS));
+        assert_eq!(bloom, rust_sketch(Bloom::with_false_positive_rate(20_000, 0.01).unwrap(), "i", 0..ROWS));
+
+        // Per value, from a stored sketch: the Rust answers, for a constant and for a column.
+        ctx.sql("CREATE TABLE sketches AS SELECT cms_sketch(s, 512, 3) AS f, bloom_sketch(i, 20000, 0.01) AS m FROM t")
+            .await?
+            .collect()
+            .await?;
+        let answers = query(
+            &ctx,
+            "SELECT t.s, t.i, sketch_frequency(f, t.s), sketch_contains(m, t.i), sketch_contains(m, t.i + 1000000) \
+             FROM t, sketches WHERE t.g = 3",
+        )
+        .await?;
+        let mut rows = 0;
+        for batch in &answers {
+            let (s, i) = (
+                batch.column(0).as_string::<i32>(),
+                batch.column(1).as_primitive::<datafusion::arrow::datatypes::Int64Type>(),
+            );
+            let frequency = batch.column(2).as_primitive::<UInt64Type>();
+            let (member, stranger) = (batch.column(3).as_boolean(), batch.column(4).as_boolean());
+            for r in 0..batch.num_rows() {
+                if s.is_null(r) {
+                    assert!(frequency.is_null(r) && member.is_null(r));
+                    continue;
+                }
+                assert_eq!(frequency.value(r), small.estimate(s.value(r)));
+                assert!(member.value(r), "no false negatives");
+                assert_eq!(stranger.value(r), bloom.contains(i.value(r) + 1_000_000));
+                rows += 1;
+            }
+        }
+        assert!(rows > 2_000);
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_bloom_sketch_built_by_one_query_prefilters_another() -> Result<()> {
+    let ctx = context(8)?;
+    // The users of group 0, as a filter; then the rows of the other groups whose user may be one.
+    ctx.sql("CREATE TABLE group0 AS SELECT bloom_sketch(i, 10000, 0.001) AS users FROM t WHERE g = 0")
+        .await?
+        .collect()
+        .await?;
+    let candidates = one(&ctx, "SELECT COUNT(*) FROM t, group0 WHERE g <> 0 AND sketch_contains(users, i)").await?;
+    let exact = one(&ctx, "SELECT COUNT(*) FROM t WHERE g <> 0 AND i IN (SELECT i FROM t WHERE g = 0)").await?;
+    let (candidates, exact) = (
+        candidates.as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0),
+        exact.as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0),
+    );
+    // Every true member passes; a few strangers may too.
+    assert!(candidates >= exact && candidates <= exact + 100, "{candidates} candidates for {exact}");
+    // The same with the filter as a scalar subquery.
+    let subquery =
+        one(&ctx, "SELECT COUNT(*) FROM t WHERE g <> 0 AND sketch_contains((SELECT users FROM group0), i)").await?;
+    assert_eq!(subquery.as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0), candidates);
+    Ok(())
+}
+
 /// The message of a query's error while it is planned (logically, or physically with the
 /// optimizer); a query that plans is a failure of the test.
 async fn planning_error(ctx: &SessionContext, sql: &str) -> String {
@@ -353,6 +428,12 @@ async fn bad_arguments_fail_while_planning_with_the_function_named() -> Result<(
         ("SELECT sketch_estimate(s) FROM t", "sketch_estimate"),
         ("SELECT sketch_upper_bound(ull_sketch(i), 0.5) FROM t", "sketch_upper_bound"),
         ("SELECT sketch_lower_bound(ull_sketch(i), 'high') FROM t", "sketch_lower_bound"),
+        ("SELECT cms_sketch(s, 0, 5) FROM t", "cms_sketch"),
+        ("SELECT cms_sketch(s, 1024) FROM t", "cms_sketch"),
+        ("SELECT bloom_sketch(i, 100, 2.0) FROM t", "bloom_sketch"),
+        ("SELECT bloom_sketch(i, -5, 0.01) FROM t", "bloom_sketch"),
+        ("SELECT sketch_frequency(cms_sketch(s)) FROM t", "sketch_frequency"),
+        ("SELECT sketch_contains(bloom_sketch(i), INTERVAL '1' DAY) FROM t", "sketch_contains"),
     ] {
         let message = planning_error(&ctx, sql).await;
         assert!(message.contains(function), "`{sql}`: {message}");
@@ -371,7 +452,7 @@ async fn foreign_or_damaged_sketches_fail_when_the_query_runs() -> Result<()> {
     let hll = HyperLogLog::new(13).unwrap().to_bytes();
     for (sql, needle) in [
         (format!("SELECT sketch_estimate(X'{}')", hex(&damaged)), "checksum"),
-        ("SELECT sketch_estimate(X'00010203')".to_string(), "not the bytes"),
+        ("SELECT sketch_estimate(X'000102FF')".to_string(), "not the bytes"),
         (
             format!("SELECT sketch_union(s) FROM (SELECT X'{}' AS s UNION ALL SELECT X'{}')", hex(&good), hex(&hll)),
             "cannot merge",
@@ -391,6 +472,12 @@ async fn foreign_or_damaged_sketches_fail_when_the_query_runs() -> Result<()> {
                 hex(&hll)
             ),
             "sketch_union",
+        ),
+        (format!("SELECT sketch_frequency(X'{}', 'x')", hex(&good)), "expected a count-min sketch"),
+        (format!("SELECT sketch_contains(X'{}', 'x')", hex(&good)), "expected a bloom filter"),
+        (
+            format!("SELECT sketch_estimate(X'{}')", hex(&CountMin::new(64, 2).unwrap().to_bytes())),
+            "expected a distinct count",
         ),
     ] {
         let message = execution_error(&ctx, &sql).await;

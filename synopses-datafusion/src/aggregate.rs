@@ -1,6 +1,6 @@
-//! The distinct-count sketches as aggregates: `ull_sketch`, `hll_sketch`, `ell_sketch` return
-//! the sketch, `distinct_count` (and its `_hll` and `_ell` variants) its estimate, and
-//! `sketch_union` merges stored sketches.
+//! The aggregates: over values, `ull_sketch`, `hll_sketch`, `ell_sketch`, `cms_sketch` and
+//! `bloom_sketch` return a sketch, `distinct_count` (and its `_hll` and `_ell` variants) its
+//! estimate; over stored sketches, `sketch_union` merges them.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -13,121 +13,10 @@ use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, Expr, GroupsAccumulator, Signature, Volatility,
 };
-use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Literal;
-use synopses::cardinality::{ExaLogLog, HyperLogLog, UltraLogLog};
-use synopses::codec::Codec;
-use synopses::core::{Bounds, Confidence, ObserveHash};
 
+use crate::sketch::{Kind, Param, Sketch};
 use crate::values::{for_each_hash, supported, unsupported};
-
-/// The distinct-count sketch a function builds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Kind {
-    /// [`UltraLogLog`]: the default.
-    Ull,
-    /// [`HyperLogLog`].
-    Hll,
-    /// [`ExaLogLog`] of the recommended shape (`t = 2`, `d = 20`).
-    Ell,
-}
-
-impl Kind {
-    /// The precision when the query gives none: each about DataFusion's `approx_distinct`
-    /// error (HyperLogLog p = 14, 0.81 % merged), UltraLogLog at half its memory and
-    /// ExaLogLog at less than half.
-    pub(crate) fn default_precision(self) -> u8 {
-        match self {
-            Self::Ull => 13,
-            Self::Hll => 14,
-            Self::Ell => 11,
-        }
-    }
-}
-
-/// A distinct-count sketch of any of the three kinds.
-#[derive(Debug, Clone)]
-pub(crate) enum Distinct {
-    Ull(UltraLogLog),
-    Hll(HyperLogLog),
-    Ell(ExaLogLog),
-}
-
-/// Calls `$body` with `$s` bound to the sketch inside `$value`, whatever its kind.
-macro_rules! each {
-    ($value:expr, $s:ident => $body:expr) => {
-        match $value {
-            Distinct::Ull($s) => $body,
-            Distinct::Hll($s) => $body,
-            Distinct::Ell($s) => $body,
-        }
-    };
-}
-
-impl Distinct {
-    /// An empty sketch of `kind` at `precision`, with the crate's default seed.
-    pub(crate) fn new(kind: Kind, precision: u8) -> Result<Self, synopses::ConfigError> {
-        Ok(match kind {
-            Kind::Ull => Self::Ull(UltraLogLog::new(precision)?),
-            Kind::Hll => Self::Hll(HyperLogLog::new(precision)?),
-            Kind::Ell => Self::Ell(ExaLogLog::new(precision)?),
-        })
-    }
-
-    /// Decodes the bytes of any of the three kinds, by the family in their header.
-    pub(crate) fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        let decoded = match bytes.get(3).copied() {
-            Some(UltraLogLog::FAMILY) => UltraLogLog::from_bytes(bytes).map(Self::Ull),
-            Some(HyperLogLog::FAMILY) => HyperLogLog::from_bytes(bytes).map(Self::Hll),
-            Some(ExaLogLog::FAMILY) => ExaLogLog::from_bytes(bytes).map(Self::Ell),
-            _ => return Err("not the bytes of an UltraLogLog, HyperLogLog or ExaLogLog".into()),
-        };
-        decoded.map_err(|e| e.to_string())
-    }
-
-    pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        each!(self, s => s.to_bytes())
-    }
-
-    pub(crate) fn estimate(&self) -> f64 {
-        each!(self, s => s.estimate())
-    }
-
-    pub(crate) fn bounds(&self, confidence: Confidence) -> Bounds {
-        each!(self, s => s.bounds(confidence))
-    }
-
-    fn size(&self) -> usize {
-        each!(self, s => s.size_in_bytes())
-    }
-
-    fn seed(&self) -> u64 {
-        each!(self, s => s.hash_seed())
-    }
-
-    fn observe_hash(&mut self, hash: u64) {
-        each!(self, s => s.observe_hash(hash));
-    }
-
-    /// Merges `other` into this sketch: the same kind, precision (or, for the kinds that
-    /// reduce, any) and seed.
-    pub(crate) fn merge(&mut self, other: &Self) -> Result<(), String> {
-        match (self, other) {
-            (Self::Ull(a), Self::Ull(b)) => a.merge(b).map_err(|e| e.to_string()),
-            (Self::Hll(a), Self::Hll(b)) => a.merge(b).map_err(|e| e.to_string()),
-            (Self::Ell(a), Self::Ell(b)) => a.merge(b).map_err(|e| e.to_string()),
-            (a, b) => Err(format!("cannot merge {} into {}", b.kind_name(), a.kind_name())),
-        }
-    }
-
-    fn kind_name(&self) -> &'static str {
-        match self {
-            Self::Ull(_) => "an UltraLogLog",
-            Self::Hll(_) => "a HyperLogLog",
-            Self::Ell(_) => "an ExaLogLog",
-        }
-    }
-}
 
 /// What an aggregate over values returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -160,6 +49,8 @@ pub(crate) fn aggregates() -> Vec<AggregateUDF> {
         ("ull_sketch", Kind::Ull, Output::Sketch),
         ("hll_sketch", Kind::Hll, Output::Sketch),
         ("ell_sketch", Kind::Ell, Output::Sketch),
+        ("cms_sketch", Kind::CountMin, Output::Sketch),
+        ("bloom_sketch", Kind::Bloom, Output::Sketch),
         ("distinct_count", Kind::Ull, Output::Count),
         ("distinct_count_hll", Kind::Hll, Output::Count),
         ("distinct_count_ell", Kind::Ell, Output::Count),
@@ -172,38 +63,19 @@ pub(crate) fn aggregates() -> Vec<AggregateUDF> {
     out
 }
 
-/// A literal argument's value, for the parameters the functions take as constants.
-fn literal(function: &str, what: &str, expr: &Arc<dyn PhysicalExpr>) -> Result<ScalarValue> {
-    match expr.downcast_ref::<Literal>() {
-        Some(literal) => Ok(literal.value().clone()),
-        None => plan_err!("{function}: the {what} must be a constant"),
-    }
-}
-
-/// The precision `value` asks of `function`: an integer the kind accepts.
-fn precision_of(function: &str, kind: Kind, value: &ScalarValue) -> Result<u8> {
-    let p = match value {
-        ScalarValue::Int8(Some(p)) => i64::from(*p),
-        ScalarValue::Int16(Some(p)) => i64::from(*p),
-        ScalarValue::Int32(Some(p)) => i64::from(*p),
-        ScalarValue::Int64(Some(p)) => *p,
-        ScalarValue::UInt8(Some(p)) => i64::from(*p),
-        ScalarValue::UInt16(Some(p)) => i64::from(*p),
-        ScalarValue::UInt32(Some(p)) => i64::from(*p),
-        ScalarValue::UInt64(Some(p)) => i64::try_from(*p).unwrap_or(i64::MAX),
-        other => return plan_err!("{function}: the precision must be an integer, not {other}"),
-    };
-    let p = u8::try_from(p).map_err(|_| DataFusionError::Plan(format!("{function}: precision {p} is out of range")))?;
-    Distinct::new(kind, p).map_err(|e| DataFusionError::Plan(format!("{function}: {e}")))?;
-    Ok(p)
-}
-
-/// The precision argument of `function`, or the kind's default.
-fn precision(function: &str, kind: Kind, args: &AccumulatorArgs) -> Result<u8> {
-    match args.exprs.get(1) {
-        Some(expr) => precision_of(function, kind, &literal(function, "precision", expr)?),
-        None => Ok(kind.default_precision()),
-    }
+/// The empty sketch of `function` from its parameter expressions (after the values), which
+/// must be constants.
+fn sketch_of(function: &str, kind: Kind, args: &AccumulatorArgs) -> Result<Sketch> {
+    let params = args
+        .exprs
+        .iter()
+        .skip(1)
+        .map(|expr| match expr.downcast_ref::<Literal>() {
+            Some(literal) => Ok(literal.value().clone()),
+            None => plan_err!("{function}: the parameters must be constants"),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    kind.build(function, &params)
 }
 
 /// The state of the sketch aggregates: one nullable `Binary` column of sketch bytes.
@@ -221,22 +93,32 @@ impl AggregateUDFImpl for SketchValues {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let params = self.kind.params();
+        let names: Vec<&str> = params.iter().map(|p| p.name()).collect();
         let [values, rest @ ..] = arg_types else {
-            return plan_err!("{}: takes the values and an optional precision", self.name);
+            return plan_err!("{}: takes the values, then optionally {}", self.name, names.join(", "));
         };
         if !supported(values) {
             return Err(unsupported(&self.name, values));
         }
-        match rest {
-            [] => Ok(vec![values.clone()]),
-            [p] if p.is_integer() || *p == DataType::Null => Ok(vec![values.clone(), DataType::Int64]),
-            [p] => plan_err!("{}: the precision must be an integer, not {p}", self.name),
-            _ => plan_err!(
-                "{}: takes the values and an optional precision, not {} arguments",
+        if !rest.is_empty() && rest.len() != params.len() {
+            return plan_err!(
+                "{}: takes the values, then optionally {} ({} arguments given)",
                 self.name,
+                names.join(", "),
                 arg_types.len()
-            ),
+            );
         }
+        let mut out = vec![values.clone()];
+        for (t, param) in rest.iter().zip(params) {
+            out.push(match param {
+                Param::Int(_) if t.is_integer() || *t == DataType::Null => DataType::Int64,
+                Param::Real(_) if t.is_numeric() || *t == DataType::Null => DataType::Float64,
+                Param::Int(what) => return plan_err!("{}: the {what} must be an integer, not {t}", self.name),
+                Param::Real(what) => return plan_err!("{}: the {what} must be a number, not {t}", self.name),
+            });
+        }
+        Ok(out)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
@@ -254,23 +136,33 @@ impl AggregateUDFImpl for SketchValues {
         Ok(vec![state_field(args.name)])
     }
 
-    /// Checks the precision while the query is planned (the optimizer's simplification pass),
-    /// leaving the call as it is: a bad precision then fails before any row is read.
+    /// Checks the parameters while the query is planned (the optimizer's simplification
+    /// pass), leaving the call as it is: bad parameters then fail before any row is read. A
+    /// parameter that is not yet folded into a literal is checked when the aggregate is set
+    /// up; one that reads a column is refused here.
     fn simplify(&self) -> Option<AggregateFunctionSimplification> {
         let (name, kind) = (self.name.clone(), self.kind);
         Some(Box::new(move |call, _| {
-            match call.params.args.get(1) {
-                None => {}
-                Some(Expr::Literal(value, _)) => drop(precision_of(&name, kind, value)?),
-                Some(_) => return plan_err!("{name}: the precision must be a constant"),
+            let params = call.params.args.get(1..).unwrap_or_default();
+            if params.iter().any(|p| !p.column_refs().is_empty()) {
+                return plan_err!("{name}: the parameters must be constants");
+            }
+            let literals: Vec<ScalarValue> = params
+                .iter()
+                .filter_map(|p| match p {
+                    Expr::Literal(value, _) => Some(value.clone()),
+                    _ => None,
+                })
+                .collect();
+            if literals.len() == params.len() {
+                kind.build(&name, &literals)?;
             }
             Ok(Expr::AggregateFunction(call))
         }))
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let p = precision(&self.name, self.kind, &args)?;
-        let sketch = Distinct::new(self.kind, p).map_err(|e| DataFusionError::Plan(format!("{}: {e}", self.name)))?;
+        let sketch = sketch_of(&self.name, self.kind, &args)?;
         Ok(Box::new(ValuesAccumulator { name: self.name.clone(), output: self.output, sketch }))
     }
 
@@ -279,8 +171,7 @@ impl AggregateUDFImpl for SketchValues {
     }
 
     fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
-        let p = precision(&self.name, self.kind, &args)?;
-        let proto = Distinct::new(self.kind, p).map_err(|e| DataFusionError::Plan(format!("{}: {e}", self.name)))?;
+        let proto = sketch_of(&self.name, self.kind, &args)?;
         Ok(Box::new(GroupSketches { name: self.name.clone(), output: self.output, proto, sketches: Vec::new() }))
     }
 
@@ -297,18 +188,18 @@ impl AggregateUDFImpl for SketchValues {
 struct ValuesAccumulator {
     name: String,
     output: Output,
-    sketch: Distinct,
+    sketch: Sketch,
 }
 
 /// Merges every non-null sketch of a `Binary` column into `into` (`None` takes the first).
-fn merge_column(function: &str, column: &ArrayRef, into: &mut Option<Distinct>) -> Result<()> {
+fn merge_column(function: &str, column: &ArrayRef, into: &mut Option<Sketch>) -> Result<()> {
     let Some(column) = column.as_binary_opt::<i32>() else {
         return exec_err!("{function}: sketches come as Binary, not {}", column.data_type());
     };
     for (row, bytes) in column.iter().enumerate() {
         let Some(bytes) = bytes else { continue };
-        let other = Distinct::from_bytes(bytes)
-            .map_err(|e| DataFusionError::Execution(format!("{function}: row {row}: {e}")))?;
+        let other =
+            Sketch::from_bytes(bytes).map_err(|e| DataFusionError::Execution(format!("{function}: row {row}: {e}")))?;
         match into {
             Some(sketch) => sketch.merge(&other).map_err(|e| DataFusionError::Execution(format!("{function}: {e}")))?,
             None => *into = Some(other),
@@ -328,7 +219,7 @@ impl Accumulator for ValuesAccumulator {
     fn evaluate(&mut self) -> Result<ScalarValue> {
         Ok(match self.output {
             Output::Sketch => ScalarValue::Binary(Some(self.sketch.to_bytes())),
-            Output::Count => ScalarValue::UInt64(Some(rounded(self.sketch.estimate()))),
+            Output::Count => ScalarValue::UInt64(Some(rounded(self.sketch.estimate().unwrap_or_default()))),
         })
     }
 
@@ -358,20 +249,20 @@ impl Accumulator for ValuesAccumulator {
 struct GroupSketches {
     name: String,
     output: Output,
-    proto: Distinct,
-    sketches: Vec<Distinct>,
+    proto: Sketch,
+    sketches: Vec<Sketch>,
 }
 
 impl GroupSketches {
     /// The sketches `emit_to` asks for, taken out of the accumulator.
-    fn take(&mut self, emit_to: EmitTo) -> Vec<Distinct> {
+    fn take(&mut self, emit_to: EmitTo) -> Vec<Sketch> {
         emit_to.take_needed(&mut self.sketches)
     }
 }
 
 /// The sketches' bytes, as a `Binary` column.
-fn sketch_column(sketches: &[Distinct]) -> ArrayRef {
-    Arc::new(BinaryArray::from_iter_values(sketches.iter().map(Distinct::to_bytes)))
+fn sketch_column(sketches: &[Sketch]) -> ArrayRef {
+    Arc::new(BinaryArray::from_iter_values(sketches.iter().map(Sketch::to_bytes)))
 }
 
 impl GroupsAccumulator for GroupSketches {
@@ -400,7 +291,9 @@ impl GroupsAccumulator for GroupSketches {
         let sketches = self.take(emit_to);
         Ok(match self.output {
             Output::Sketch => sketch_column(&sketches),
-            Output::Count => Arc::new(UInt64Array::from_iter_values(sketches.iter().map(|s| rounded(s.estimate())))),
+            Output::Count => Arc::new(UInt64Array::from_iter_values(
+                sketches.iter().map(|s| rounded(s.estimate().unwrap_or_default())),
+            )),
         })
     }
 
@@ -416,7 +309,7 @@ impl GroupsAccumulator for GroupSketches {
         };
         for (row, bytes) in column.iter().enumerate() {
             let (Some(bytes), Some(&group)) = (bytes, group_indices.get(row)) else { continue };
-            let other = Distinct::from_bytes(bytes)
+            let other = Sketch::from_bytes(bytes)
                 .map_err(|e| DataFusionError::Execution(format!("{}: row {row}: {e}", self.name)))?;
             if let Some(sketch) = self.sketches.get_mut(group) {
                 sketch.merge(&other).map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))?;
@@ -431,8 +324,8 @@ impl GroupsAccumulator for GroupSketches {
 
     fn size(&self) -> usize {
         size_of_val(self)
-            + (self.sketches.capacity() - self.sketches.len()) * size_of::<Distinct>()
-            + self.sketches.iter().map(Distinct::size).sum::<usize>()
+            + (self.sketches.capacity() - self.sketches.len()) * size_of::<Sketch>()
+            + self.sketches.iter().map(Sketch::size).sum::<usize>()
     }
 }
 
@@ -504,7 +397,7 @@ pub(crate) fn coerce_sketch(function: &str, arg_types: &[DataType], extra: usize
 /// The accumulator of [`SketchUnion`].
 #[derive(Debug)]
 struct UnionAccumulator {
-    sketch: Option<Distinct>,
+    sketch: Option<Sketch>,
 }
 
 impl Accumulator for UnionAccumulator {
@@ -513,11 +406,11 @@ impl Accumulator for UnionAccumulator {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(ScalarValue::Binary(self.sketch.as_ref().map(Distinct::to_bytes)))
+        Ok(ScalarValue::Binary(self.sketch.as_ref().map(Sketch::to_bytes)))
     }
 
     fn size(&self) -> usize {
-        size_of_val(self) + self.sketch.as_ref().map_or(0, Distinct::size)
+        size_of_val(self) + self.sketch.as_ref().map_or(0, Sketch::size)
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
