@@ -128,8 +128,11 @@ impl AggregateUDFImpl for SketchValues {
         })
     }
 
+    /// A count is never NULL (0 for no values); a sketch is the empty one for no values, but
+    /// a plan that needs a value for an aggregate over nothing gets NULL
+    /// ([`default_value`](Self::default_value)).
     fn is_nullable(&self) -> bool {
-        false
+        self.output == Output::Sketch
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {

@@ -61,26 +61,51 @@ fn confidence(function: &str, value: f64) -> Result<Confidence> {
     }
 }
 
-/// The decoded sketch of each row, decoding a value once for a run of equal bytes (a constant
-/// sketch, the common case, is decoded once).
-struct Decoded<'a> {
-    function: &'static str,
-    column: &'a BinaryArray,
-    last: Option<(&'a [u8], Sketch)>,
+/// The decoded sketch of each row. A constant sketch (the common case: one filter, many
+/// values) is decoded once and never copied per row; a column decodes a value once for a run
+/// of equal bytes.
+enum Decoded<'a> {
+    Constant(Option<Sketch>),
+    Column { function: &'static str, column: &'a BinaryArray, last: Option<(&'a [u8], Sketch)> },
 }
 
 impl<'a> Decoded<'a> {
+    /// The sketches of `value`, the first argument of `function`.
+    fn new(function: &'static str, value: &'a ColumnarValue) -> Result<Self> {
+        let decode = |bytes: &[u8], row: usize| {
+            Sketch::from_bytes(bytes).map_err(|e| DataFusionError::Execution(format!("{function}: row {row}: {e}")))
+        };
+        match value {
+            ColumnarValue::Scalar(ScalarValue::Binary(bytes) | ScalarValue::LargeBinary(bytes)) => {
+                Ok(Self::Constant(bytes.as_deref().map(|b| decode(b, 0)).transpose()?))
+            }
+            ColumnarValue::Scalar(ScalarValue::Null) => Ok(Self::Constant(None)),
+            ColumnarValue::Array(array) => match array.as_binary_opt::<i32>() {
+                Some(column) => Ok(Self::Column { function, column, last: None }),
+                None => exec_err!("{function}: the sketch must be Binary, not {}", array.data_type()),
+            },
+            ColumnarValue::Scalar(other) => {
+                exec_err!("{function}: the sketch must be Binary, not {}", other.data_type())
+            }
+        }
+    }
+
     fn get(&mut self, row: usize) -> Result<Option<&Sketch>> {
-        if self.column.is_null(row) {
-            return Ok(None);
+        match self {
+            Self::Constant(sketch) => Ok(sketch.as_ref()),
+            Self::Column { function, column, last } => {
+                if column.is_null(row) {
+                    return Ok(None);
+                }
+                let bytes = column.value(row);
+                if last.as_ref().is_none_or(|(seen, _)| *seen != bytes) {
+                    let sketch = Sketch::from_bytes(bytes)
+                        .map_err(|e| DataFusionError::Execution(format!("{function}: row {row}: {e}")))?;
+                    *last = Some((bytes, sketch));
+                }
+                Ok(last.as_ref().map(|(_, sketch)| sketch))
+            }
         }
-        let bytes = self.column.value(row);
-        if self.last.as_ref().is_none_or(|(last, _)| *last != bytes) {
-            let sketch = Sketch::from_bytes(bytes)
-                .map_err(|e| DataFusionError::Execution(format!("{}: row {row}: {e}", self.function)))?;
-            self.last = Some((bytes, sketch));
-        }
-        Ok(self.last.as_ref().map(|(_, sketch)| sketch))
     }
 }
 
@@ -227,15 +252,16 @@ impl ScalarUDFImpl for ReadSketch {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let arrays = args.args.iter().map(|a| a.to_array(rows)).collect::<Result<Vec<_>>>()?;
-        let Some(column) = arrays.first().and_then(|a| a.as_binary_opt::<i32>()) else {
-            return exec_err!("{}: the sketch must be Binary", self.name);
-        };
-        let mut sketches = Decoded { function: self.name, column, last: None };
+        let Some(sketch) = args.args.first() else { return exec_err!("{}: takes a sketch", self.name) };
+        let mut sketches = Decoded::new(self.name, sketch)?;
+        // The other arguments (small values) as arrays of the batch's rows.
+        let arrays = args.args.iter().skip(1).map(|a| a.to_array(rows)).collect::<Result<Vec<_>>>()?;
         let out = match self.answer {
-            Answer::Estimate | Answer::Lower | Answer::Upper => self.distinct(&mut sketches, arrays.get(1), rows)?,
+            Answer::Estimate | Answer::Lower | Answer::Upper => self.distinct(&mut sketches, arrays.first(), rows)?,
             Answer::Frequency | Answer::Contains => {
-                let Some(values) = arrays.get(1) else { return exec_err!("{}: takes a sketch and a value", self.name) };
+                let Some(values) = arrays.first() else {
+                    return exec_err!("{}: takes a sketch and a value", self.name);
+                };
                 self.per_value(&mut sketches, values, rows)?
             }
         };
