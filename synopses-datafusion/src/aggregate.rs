@@ -60,6 +60,7 @@ pub(crate) fn aggregates() -> Vec<AggregateUDF> {
         .map(|(name, kind, output)| AggregateUDF::from(SketchValues::new(name, kind, output)))
         .collect();
     out.push(AggregateUDF::from(SketchUnion::default()));
+    out.push(AggregateUDF::from(crate::heavy::HeavyHittersUdaf::default()));
     out
 }
 

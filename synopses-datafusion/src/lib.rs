@@ -34,6 +34,7 @@
 //! | `distinct_count(x [, p])`, `distinct_count_hll`, `distinct_count_ell` | `UInt64` | the estimate of the same sketch, rounded: a replacement for `approx_distinct` |
 //! | `cms_sketch(x [, width, depth])` | `Binary` | a [`CountMin`](synopses::frequency::CountMin) of the values' frequencies (default 2048 × 5, 80 KiB) |
 //! | `bloom_sketch(x [, n, rate])` | `Binary` | a [`Bloom`](synopses::membership::Bloom) filter sized for `n` values at false-positive rate `rate` (default 10⁶ at 0.01, 1.2 MB) |
+//! | `heavy_hitters(x [, k])` | list of `{value, count, lower, upper}` | the most frequent values of integers, strings or bytes, most frequent first, from a mergeable Misra–Gries summary of `k` counters (default 100): every value more frequent than `N/(k+1)` is listed, and `lower ≤` its true count `≤ upper` |
 //! | `sketch_union(s)` | `Binary` | the merge of the non-null sketches `s` (of one kind and configuration), `NULL` if none |
 //! | `sketch_estimate(s)` | `Float64` | a distinct count's estimate of its number of distinct values |
 //! | `sketch_lower_bound(s [, c])`, `sketch_upper_bound(s [, c])` | `Float64` | its confidence interval: `c` = 0.95 (the default) or 1, 2, 3 standard deviations |
@@ -115,6 +116,7 @@
 #![deny(unsafe_code)]
 
 mod aggregate;
+mod heavy;
 mod scalar;
 mod sketch;
 mod values;

@@ -15,7 +15,7 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use synopses::cardinality::{ExaLogLog, HyperLogLog, UltraLogLog};
 use synopses::core::{Mergeable, Operator};
-use synopses::frequency::CountMin;
+use synopses::frequency::{CountMin, HeavyHitters};
 use synopses::membership::Bloom;
 
 /// Rows of the test table: `g` (a group, 0..7), `i` (an Int64 with NULLs and repeats), `s`
@@ -388,6 +388,71 @@ async fn a_bloom_sketch_built_by_one_query_prefilters_another() -> Result<()> {
     Ok(())
 }
 
+/// The `{value, count, lower, upper}` items of a `heavy_hitters` answer (the first row), with
+/// the values as `i64`.
+fn heavy_items(answer: &ArrayRef) -> Vec<(i64, u64, u64, u64)> {
+    let list = answer.as_list::<i32>().value(0);
+    let items = list.as_struct();
+    let values = items.column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+    let [count, lower, upper] = [1, 2, 3].map(|c| items.column(c).as_primitive::<UInt64Type>().clone());
+    (0..items.len()).map(|r| (values.value(r), count.value(r), lower.value(r), upper.value(r))).collect()
+}
+
+#[tokio::test]
+async fn heavy_hitters_bracket_every_count_and_miss_no_frequent_value() -> Result<()> {
+    // 7 in three rows of seven (the groups 0, 1, 2), otherwise the column's ~6 000 values.
+    let skewed = "CASE WHEN g < 3 THEN 7 ELSE i END";
+    for partitions in [1, 8] {
+        let ctx = context(partitions)?;
+        let answer = one(&ctx, &format!("SELECT heavy_hitters({skewed}, 20) FROM t")).await?;
+        let items = heavy_items(&answer);
+        let exact =
+            query(&ctx, &format!("SELECT {skewed} AS v, COUNT(*) FROM t WHERE {skewed} IS NOT NULL GROUP BY v"))
+                .await?;
+        let mut truth = std::collections::HashMap::new();
+        for batch in &exact {
+            let (v, c) = (
+                batch.column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>(),
+                batch.column(1).as_primitive::<datafusion::arrow::datatypes::Int64Type>(),
+            );
+            for r in 0..batch.num_rows() {
+                truth.insert(v.value(r), c.value(r) as u64);
+            }
+        }
+        let n: u64 = truth.values().sum();
+        for &(value, count, lower, upper) in &items {
+            let t = truth[&value];
+            assert!(lower <= t && t <= upper && count == lower, "{value}: {lower} <= {t} <= {upper}");
+            assert!(upper - lower <= n / 21, "the error is at most N/(k+1)");
+        }
+        assert!(items.windows(2).all(|w| w[0].1 >= w[1].1), "most frequent first");
+        for (&value, &t) in &truth {
+            if t > n / 21 {
+                assert!(items.iter().any(|i| i.0 == value), "{value} ({t} of {n}) is frequent");
+            }
+        }
+        assert_eq!(items.first().map(|i| i.0), Some(7));
+        if partitions == 1 {
+            // One stream, in row order: the Rust summary's own answer.
+            let mut want = HeavyHitters::<i64>::new(20).unwrap();
+            for r in 0..ROWS {
+                let v = if r % 7 < 3 { Some(7) } else { value(r) };
+                if let Some(v) = v {
+                    want.observe(v);
+                }
+            }
+            let want: Vec<(i64, u64)> = want.top(20);
+            assert_eq!(items.iter().map(|i| (i.0, i.1)).collect::<Vec<_>>(), want);
+        }
+    }
+    // Strings and NULLs: the most frequent string is the constant.
+    let ctx = context(2)?;
+    let answer = one(&ctx, "SELECT heavy_hitters(CASE WHEN g = 0 THEN 'x' ELSE s END, 5) FROM t").await?;
+    let list = answer.as_list::<i32>().value(0);
+    assert_eq!(list.as_struct().column(0).as_string::<i32>().value(0), "x");
+    Ok(())
+}
+
 /// The message of a query's error while it is planned (logically, or physically with the
 /// optimizer); a query that plans is a failure of the test.
 async fn planning_error(ctx: &SessionContext, sql: &str) -> String {
@@ -428,6 +493,9 @@ async fn bad_arguments_fail_while_planning_with_the_function_named() -> Result<(
         ("SELECT sketch_estimate(s) FROM t", "sketch_estimate"),
         ("SELECT sketch_upper_bound(ull_sketch(i), 0.5) FROM t", "sketch_upper_bound"),
         ("SELECT sketch_lower_bound(ull_sketch(i), 'high') FROM t", "sketch_lower_bound"),
+        ("SELECT heavy_hitters(i, 0) FROM t", "heavy_hitters"),
+        ("SELECT heavy_hitters(d) FROM t", "heavy_hitters"),
+        ("SELECT heavy_hitters(i, n) FROM t", "heavy_hitters"),
         ("SELECT cms_sketch(s, 0, 5) FROM t", "cms_sketch"),
         ("SELECT cms_sketch(s, 1024) FROM t", "cms_sketch"),
         ("SELECT bloom_sketch(i, 100, 2.0) FROM t", "bloom_sketch"),
