@@ -9,14 +9,18 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryArray, Int64Array, ListArray, StringArray, StructArray, UInt64Array,
+    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, Int64Array, ListArray, StringArray, StructArray, UInt32Array,
+    UInt64Array,
 };
 use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::compute::kernels::boolean::not;
+use datafusion::arrow::compute::kernels::nullif::nullif;
+use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Int64Type, UInt64Type};
-use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, plan_err};
+use datafusion::common::{DataFusionError, Result, ScalarValue, exec_err, not_impl_err, plan_err};
 use datafusion::logical_expr::function::{AccumulatorArgs, AggregateFunctionSimplification, StateFieldsArgs};
 use datafusion::logical_expr::utils::format_state_name;
-use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Expr, Signature, Volatility};
+use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, EmitTo, Expr, GroupsAccumulator, Signature, Volatility};
 use datafusion::physical_expr::expressions::Literal;
 use synopses::frequency::HeavyHitters;
 
@@ -125,53 +129,50 @@ impl Summary {
             Self::Bytes(s) => s.size_in_bytes(),
         }
     }
+}
 
-    /// The answer: the summary's values, most frequent first, with their bounds.
-    fn answer(&self, value_type: &DataType) -> Result<ScalarValue> {
-        fn parts<T: synopses::hash::Hashable + Clone + Eq>(
-            s: &HeavyHitters<T>,
-        ) -> (Vec<T>, Vec<u64>, Vec<u64>, Vec<u64>) {
-            let top = s.top(s.capacity());
-            let mut out = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for (value, count) in top {
-                out.1.push(count);
-                out.2.push(count);
-                out.3.push(count.saturating_add(s.error()));
-                out.0.push(value);
-            }
-            out
+/// The answers of `summaries`, one list each: their values, most frequent first, with their
+/// bounds.
+fn answers(summaries: &[Summary], value_type: &DataType) -> Result<ListArray> {
+    /// Appends a summary's items to the columns.
+    fn push<T: synopses::hash::Hashable + Clone + Eq>(
+        s: &HeavyHitters<T>,
+        values: &mut Vec<T>,
+        bounds: &mut [Vec<u64>; 3],
+    ) -> usize {
+        let top = s.top(s.capacity());
+        let len = top.len();
+        for (value, count) in top {
+            bounds[0].push(count);
+            bounds[1].push(count);
+            bounds[2].push(count.saturating_add(s.error()));
+            values.push(value);
         }
-        let (values, counts, lower, upper): (ArrayRef, _, _, _) = match self {
-            Self::Int(s) => {
-                let (v, c, l, u) = parts(s);
-                (Arc::new(Int64Array::from(v)), c, l, u)
-            }
-            Self::UInt(s) => {
-                let (v, c, l, u) = parts(s);
-                (Arc::new(UInt64Array::from(v)), c, l, u)
-            }
-            Self::Text(s) => {
-                let (v, c, l, u) = parts(s);
-                (Arc::new(StringArray::from(v)), c, l, u)
-            }
-            Self::Bytes(s) => {
-                let (v, c, l, u) = parts(s);
-                (Arc::new(BinaryArray::from_iter_values(v)), c, l, u)
-            }
-        };
-        let DataType::List(item) = answer_type(value_type) else { return exec_err!("{NAME}: the answer is a list") };
-        let DataType::Struct(fields) = item.data_type().clone() else { return exec_err!("{NAME}: of structs") };
-        let len = counts.len();
-        let columns: Vec<ArrayRef> = vec![
-            values,
-            Arc::new(UInt64Array::from(counts)),
-            Arc::new(UInt64Array::from(lower)),
-            Arc::new(UInt64Array::from(upper)),
-        ];
-        let items = StructArray::try_new(fields, columns, None)?;
-        let list = ListArray::try_new(item, OffsetBuffer::from_lengths([len]), Arc::new(items), None)?;
-        Ok(ScalarValue::List(Arc::new(list)))
+        len
     }
+    let mut bounds: [Vec<u64>; 3] = Default::default();
+    let mut lengths = Vec::with_capacity(summaries.len());
+    let (mut ints, mut uints, mut texts, mut bytes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for summary in summaries {
+        lengths.push(match summary {
+            Summary::Int(s) => push(s, &mut ints, &mut bounds),
+            Summary::UInt(s) => push(s, &mut uints, &mut bounds),
+            Summary::Text(s) => push(s, &mut texts, &mut bounds),
+            Summary::Bytes(s) => push(s, &mut bytes, &mut bounds),
+        });
+    }
+    let values: ArrayRef = match value_type {
+        DataType::Int64 => Arc::new(Int64Array::from(ints)),
+        DataType::UInt64 => Arc::new(UInt64Array::from(uints)),
+        DataType::Utf8 => Arc::new(StringArray::from(texts)),
+        DataType::Binary => Arc::new(BinaryArray::from_iter_values(bytes)),
+        other => return exec_err!("{NAME}: values of type {other} are not counted"),
+    };
+    let DataType::List(item) = answer_type(value_type) else { return exec_err!("{NAME}: the answer is a list") };
+    let DataType::Struct(fields) = item.data_type().clone() else { return exec_err!("{NAME}: of structs") };
+    let [count, lower, upper] = bounds.map(|b| Arc::new(UInt64Array::from(b)) as ArrayRef);
+    let items = StructArray::try_new(fields, vec![values, count, lower, upper], None)?;
+    Ok(ListArray::try_new(item, OffsetBuffer::from_lengths(lengths), Arc::new(items), None)?)
 }
 
 /// `heavy_hitters(x [, k])`.
@@ -247,6 +248,16 @@ impl AggregateUDFImpl for HeavyHittersUdaf {
         }))
     }
 
+    fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
+        true
+    }
+
+    fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
+        let value_type = args.exprs.first().map_or(Ok(DataType::Int64), |e| e.data_type(args.schema))?;
+        let proto = Summary::new(&value_type, capacity(&args)?)?;
+        Ok(Box::new(HeavyGroups { value_type, proto, summaries: Vec::new() }))
+    }
+
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let value_type = args.exprs.first().map_or(Ok(DataType::Int64), |e| e.data_type(args.schema))?;
         let summary = Summary::new(&value_type, capacity(&args)?)?;
@@ -267,7 +278,7 @@ impl Accumulator for HeavyAccumulator {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        self.summary.answer(&self.value_type)
+        Ok(ScalarValue::List(Arc::new(answers(std::slice::from_ref(&self.summary), &self.value_type)?)))
     }
 
     fn size(&self) -> usize {
@@ -288,5 +299,96 @@ impl Accumulator for HeavyAccumulator {
             }
         }
         Ok(())
+    }
+}
+
+/// The accumulator of [`HeavyHittersUdaf`] under `GROUP BY`: one summary per group in one
+/// vector.
+#[derive(Debug)]
+struct HeavyGroups {
+    value_type: DataType,
+    proto: Summary,
+    summaries: Vec<Summary>,
+}
+
+impl HeavyGroups {
+    /// The rows of `array` (and their groups) that `opt_filter` keeps.
+    fn kept(array: &ArrayRef, opt_filter: Option<&BooleanArray>) -> Result<ArrayRef> {
+        match opt_filter {
+            // A row the aggregate's FILTER clause leaves out (false or NULL) becomes NULL,
+            // which no summary observes.
+            Some(filter) => Ok(nullif(array, &not(&is_not_null_and_true(filter))?)?),
+            None => Ok(Arc::clone(array)),
+        }
+    }
+}
+
+/// `filter` with NULL read as false.
+fn is_not_null_and_true(filter: &BooleanArray) -> BooleanArray {
+    filter.iter().map(|keep| Some(keep == Some(true))).collect()
+}
+
+impl GroupsAccumulator for HeavyGroups {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.summaries.resize(total_num_groups, self.proto.clone());
+        let Some(values) = values.first() else { return Ok(()) };
+        let values = Self::kept(values, opt_filter)?;
+        // The batch's rows sorted by group (stably: each group's rows stay in row order), then
+        // each group's run observed at once: work in proportion to the batch, not the groups.
+        let mut order: Vec<(usize, u32)> = group_indices
+            .iter()
+            .enumerate()
+            .filter_map(|(row, &g)| u32::try_from(row).ok().map(|row| (g, row)))
+            .collect();
+        order.sort_by_key(|&(group, _)| group);
+        for run in order.chunk_by(|a, b| a.0 == b.0) {
+            let Some(&(group, _)) = run.first() else { continue };
+            let rows = UInt32Array::from_iter_values(run.iter().map(|&(_, row)| row));
+            let taken = take(values.as_ref(), &rows, None)?;
+            if let Some(summary) = self.summaries.get_mut(group) {
+                summary.observe(&taken)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        Ok(Arc::new(answers(&emit_to.take_needed(&mut self.summaries), &self.value_type)?))
+    }
+
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        let summaries = emit_to.take_needed(&mut self.summaries);
+        Ok(vec![Arc::new(BinaryArray::from_iter_values(summaries.iter().map(Summary::to_bytes)))])
+    }
+
+    fn merge_batch(&mut self, values: &[ArrayRef], group_indices: &[usize], total_num_groups: usize) -> Result<()> {
+        self.summaries.resize(total_num_groups, self.proto.clone());
+        let Some(column) = values.first().and_then(|c| c.as_binary_opt::<i32>()) else {
+            return exec_err!("{NAME}: the state is Binary");
+        };
+        for (row, bytes) in column.iter().enumerate() {
+            let (Some(bytes), Some(summary)) = (bytes, group_indices.get(row).and_then(|&g| self.summaries.get_mut(g)))
+            else {
+                continue;
+            };
+            summary.merge_bytes(bytes, row)?;
+        }
+        Ok(())
+    }
+
+    fn convert_to_state(&self, _values: &[ArrayRef], _opt_filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
+        not_impl_err!("{NAME}: no state without the aggregate")
+    }
+
+    fn size(&self) -> usize {
+        size_of_val(self)
+            + (self.summaries.capacity() - self.summaries.len()) * size_of::<Summary>()
+            + self.summaries.iter().map(Summary::size).sum::<usize>()
     }
 }

@@ -445,6 +445,22 @@ async fn heavy_hitters_bracket_every_count_and_miss_no_frequent_value() -> Resul
             assert_eq!(items.iter().map(|i| (i.0, i.1)).collect::<Vec<_>>(), want);
         }
     }
+    // Per group, with a FILTER clause: each group's summary is the Rust one over its rows.
+    let ctx = context(1)?;
+    for batch in query(&ctx, "SELECT g, heavy_hitters(i % 50, 10) FILTER (WHERE n > 0) FROM t GROUP BY g").await? {
+        let groups = batch.column(0).as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+        for row in 0..batch.num_rows() {
+            let group = groups.value(row) as usize;
+            let mut want = HeavyHitters::<i64>::new(10).unwrap();
+            for r in (0..ROWS).filter(|r| r % 7 == group) {
+                if let Some(v) = value(r).filter(|&v| v as i32 > 0) {
+                    want.observe(v % 50);
+                }
+            }
+            let items = heavy_items(&batch.column(1).slice(row, 1));
+            assert_eq!(items.iter().map(|i| (i.0, i.1)).collect::<Vec<_>>(), want.top(10), "group {group}");
+        }
+    }
     // Strings and NULLs: the most frequent string is the constant.
     let ctx = context(2)?;
     let answer = one(&ctx, "SELECT heavy_hitters(CASE WHEN g = 0 THEN 'x' ELSE s END, 5) FROM t").await?;
