@@ -27,8 +27,8 @@ enum Output {
     Count,
 }
 
-/// `ull_sketch`, `hll_sketch`, `ell_sketch`, `distinct_count`, `distinct_count_hll` and
-/// `distinct_count_ell`: values in, a sketch (or its estimate) out.
+/// `ull_sketch`, `hll_sketch`, `ell_sketch`, `cms_sketch`, `bloom_sketch`, `distinct_count`,
+/// `distinct_count_hll` and `distinct_count_ell`: values in, a sketch (or its estimate) out.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct SketchValues {
     name: String,
