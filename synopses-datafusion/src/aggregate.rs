@@ -176,7 +176,13 @@ impl AggregateUDFImpl for SketchValues {
 
     fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
         let proto = sketch_of(&self.name, self.kind, &args)?;
-        Ok(Box::new(GroupSketches { name: self.name.clone(), output: self.output, proto, sketches: Vec::new() }))
+        Ok(Box::new(GroupSketches {
+            name: self.name.clone(),
+            output: self.output,
+            proto,
+            sketches: Vec::new(),
+            held: 0,
+        }))
     }
 
     fn default_value(&self, data_type: &DataType) -> Result<ScalarValue> {
@@ -249,18 +255,47 @@ impl Accumulator for ValuesAccumulator {
 /// The accumulator of [`SketchValues`] under `GROUP BY`: one sketch per group in one vector,
 /// not one boxed accumulator per group. A new group's sketch is a copy of an empty one (an
 /// empty sparse sketch: a few bytes until the group sees values).
+///
+/// It keeps the sketches' total size as it goes (DataFusion asks for it after every batch):
+/// a batch re-measures only the groups it touched, so its cost follows the batch, not the
+/// number of groups.
 #[derive(Debug)]
 struct GroupSketches {
     name: String,
     output: Output,
     proto: Sketch,
     sketches: Vec<Sketch>,
+    /// The sum of the sketches' sizes.
+    held: usize,
 }
 
 impl GroupSketches {
     /// The sketches `emit_to` asks for, taken out of the accumulator.
     fn take(&mut self, emit_to: EmitTo) -> Vec<Sketch> {
-        emit_to.take_needed(&mut self.sketches)
+        let taken = emit_to.take_needed(&mut self.sketches);
+        self.held = self.held.saturating_sub(taken.iter().map(Sketch::size).sum());
+        taken
+    }
+
+    /// Makes room for `total` groups, each new one an empty sketch.
+    fn grow(&mut self, total: usize) {
+        let new = total.saturating_sub(self.sketches.len());
+        self.held = self.held.saturating_add(new.saturating_mul(self.proto.size()));
+        self.sketches.resize(total, self.proto.clone());
+    }
+
+    /// Runs `update` on the sketches, keeping `held` up to date for the groups it may touch.
+    fn tracked(&mut self, group_indices: &[usize], update: impl FnOnce(&mut [Sketch]) -> Result<()>) -> Result<()> {
+        let mut touched = group_indices.to_vec();
+        touched.sort_unstable();
+        touched.dedup();
+        let measure =
+            |sketches: &[Sketch]| touched.iter().filter_map(|&g| sketches.get(g)).map(Sketch::size).sum::<usize>();
+        let before = measure(&self.sketches);
+        let outcome = update(&mut self.sketches);
+        let after = measure(&self.sketches);
+        self.held = self.held.saturating_sub(before).saturating_add(after);
+        outcome
     }
 }
 
@@ -277,17 +312,19 @@ impl GroupsAccumulator for GroupSketches {
         opt_filter: Option<&BooleanArray>,
         total_num_groups: usize,
     ) -> Result<()> {
-        self.sketches.resize(total_num_groups, self.proto.clone());
+        self.grow(total_num_groups);
         let Some(values) = values.first() else { return Ok(()) };
-        let sketches = &mut self.sketches;
-        for_each_hash(values.as_ref(), self.proto.seed(), &mut |row, hash| {
-            // A row the aggregate's FILTER clause leaves out (false or NULL) adds nothing.
-            if opt_filter.is_some_and(|filter| !filter.is_valid(row) || !filter.value(row)) {
-                return;
-            }
-            if let Some(sketch) = group_indices.get(row).and_then(|&group| sketches.get_mut(group)) {
-                sketch.observe_hash(hash);
-            }
+        let seed = self.proto.seed();
+        self.tracked(group_indices, |sketches| {
+            for_each_hash(values.as_ref(), seed, &mut |row, hash| {
+                // A row the aggregate's FILTER clause leaves out (false or NULL) adds nothing.
+                if opt_filter.is_some_and(|filter| !filter.is_valid(row) || !filter.value(row)) {
+                    return;
+                }
+                if let Some(sketch) = group_indices.get(row).and_then(|&group| sketches.get_mut(group)) {
+                    sketch.observe_hash(hash);
+                }
+            })
         })
     }
 
@@ -306,20 +343,23 @@ impl GroupsAccumulator for GroupSketches {
     }
 
     fn merge_batch(&mut self, values: &[ArrayRef], group_indices: &[usize], total_num_groups: usize) -> Result<()> {
-        self.sketches.resize(total_num_groups, self.proto.clone());
+        self.grow(total_num_groups);
         let Some(column) = values.first() else { return Ok(()) };
         let Some(column) = column.as_binary_opt::<i32>() else {
             return exec_err!("{}: sketches come as Binary, not {}", self.name, column.data_type());
         };
-        for (row, bytes) in column.iter().enumerate() {
-            let (Some(bytes), Some(&group)) = (bytes, group_indices.get(row)) else { continue };
-            let other = Sketch::from_bytes(bytes)
-                .map_err(|e| DataFusionError::Execution(format!("{}: row {row}: {e}", self.name)))?;
-            if let Some(sketch) = self.sketches.get_mut(group) {
-                sketch.merge(&other).map_err(|e| DataFusionError::Execution(format!("{}: {e}", self.name)))?;
+        let name = self.name.clone();
+        self.tracked(group_indices, |sketches| {
+            for (row, bytes) in column.iter().enumerate() {
+                let (Some(bytes), Some(&group)) = (bytes, group_indices.get(row)) else { continue };
+                let other = Sketch::from_bytes(bytes)
+                    .map_err(|e| DataFusionError::Execution(format!("{name}: row {row}: {e}")))?;
+                if let Some(sketch) = sketches.get_mut(group) {
+                    sketch.merge(&other).map_err(|e| DataFusionError::Execution(format!("{name}: {e}")))?;
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn convert_to_state(&self, _values: &[ArrayRef], _opt_filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
@@ -327,9 +367,7 @@ impl GroupsAccumulator for GroupSketches {
     }
 
     fn size(&self) -> usize {
-        size_of_val(self)
-            + (self.sketches.capacity() - self.sketches.len()) * size_of::<Sketch>()
-            + self.sketches.iter().map(Sketch::size).sum::<usize>()
+        size_of_val(self) + (self.sketches.capacity() - self.sketches.len()) * size_of::<Sketch>() + self.held
     }
 }
 
@@ -423,5 +461,32 @@ impl Accumulator for UnionAccumulator {
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
         self.update_batch(states)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::Int64Array;
+
+    /// The running total of the groups' sizes is the sum of their sizes, through updates,
+    /// merges and emissions.
+    #[test]
+    fn the_groups_size_follows_their_sketches() {
+        let proto = Kind::Ull.build("t", &[ScalarValue::Int64(Some(8))]).unwrap();
+        let mut acc = GroupSketches { name: "t".into(), output: Output::Sketch, proto, sketches: Vec::new(), held: 0 };
+        let recount = |acc: &GroupSketches| acc.sketches.iter().map(Sketch::size).sum::<usize>();
+        for batch in 0..20_i64 {
+            let values: ArrayRef = Arc::new(Int64Array::from_iter_values((0..500).map(|i| i * 20 + batch)));
+            let groups: Vec<usize> = (0..500).map(|i| (i * 7 + batch as usize) % 13).collect();
+            acc.update_batch(&[values], &groups, None, 13).unwrap();
+            assert_eq!(acc.held, recount(&acc));
+        }
+        let state = acc.state(EmitTo::First(5)).unwrap();
+        assert_eq!(acc.held, recount(&acc));
+        acc.merge_batch(&state, &[0, 1, 2, 3, 4], 13).unwrap();
+        assert_eq!(acc.held, recount(&acc));
+        acc.evaluate(EmitTo::All).unwrap();
+        assert_eq!((acc.held, acc.sketches.len()), (0, 0));
     }
 }
