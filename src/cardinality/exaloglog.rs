@@ -371,6 +371,26 @@ impl ExaLogLog {
         self.core.observe_hashes(items.into_iter().map(|item| item.hash64(seed)));
     }
 
+    /// Observes many items by their 64-bit hashes (under this sketch's seed, as
+    /// [`observe_hash`](Self::observe_hash) takes them): the same state as `observe_hash` on
+    /// each, through the batch loop of [`observe_all`](Self::observe_all).
+    ///
+    /// ```
+    /// use synopses::cardinality::ExaLogLog;
+    /// use synopses::hash::Hashable;
+    ///
+    /// let mut by_hash = ExaLogLog::new(10)?;
+    /// let seed = by_hash.seed();
+    /// by_hash.observe_hashes((0..5_000_u64).map(|i| i.hash64(seed)));
+    /// let mut by_item = ExaLogLog::new(10)?;
+    /// by_item.observe_all(0..5_000_u64);
+    /// assert_eq!(by_hash, by_item);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_hashes<I: IntoIterator<Item = u64>>(&mut self, hashes: I) {
+        self.core.observe_hashes(hashes.into_iter());
+    }
+
     /// Observes an item by its 64-bit hash (see
     /// [`HyperLogLog::observe_hash`](super::HyperLogLog::observe_hash)).
     ///
@@ -699,7 +719,7 @@ impl fmt::Debug for ExaLogLog {
     }
 }
 
-hashed_operator!(ExaLogLog);
+hashed_operator!(ExaLogLog, batch);
 
 impl Mergeable for ExaLogLog {
     fn size_in_bytes(&self) -> usize {

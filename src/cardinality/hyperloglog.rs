@@ -228,7 +228,27 @@ impl HyperLogLog {
     /// ```
     pub fn observe_all<T: Hashable, I: IntoIterator<Item = T>>(&mut self, items: I) {
         let seed = self.seed;
-        let mut hashes = items.into_iter().map(|item| item.hash64(seed));
+        self.observe_hashes(items.into_iter().map(|item| item.hash64(seed)));
+    }
+
+    /// Observes many items by their 64-bit hashes (under this sketch's seed, as
+    /// [`observe_hash`](Self::observe_hash) takes them): the same state as `observe_hash` on
+    /// each, through the batch loop of [`observe_all`](Self::observe_all).
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::hash::Hashable;
+    ///
+    /// let mut by_hash = HyperLogLog::new(12)?;
+    /// let seed = by_hash.seed();
+    /// by_hash.observe_hashes((0..10_000_u64).map(|i| i.hash64(seed)));
+    /// let mut by_item = HyperLogLog::new(12)?;
+    /// by_item.observe_all(0..10_000_u64);
+    /// assert_eq!(by_hash, by_item);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_hashes<I: IntoIterator<Item = u64>>(&mut self, hashes: I) {
+        let mut hashes = hashes.into_iter();
         self.expect_items(hashes.size_hint().0);
         self.observe_while_sparse(&mut hashes, sparse_entry);
         let p = self.precision;
@@ -711,7 +731,7 @@ impl fmt::Debug for HyperLogLog {
     }
 }
 
-hashed_operator!(HyperLogLog);
+hashed_operator!(HyperLogLog, batch);
 
 impl Mergeable for HyperLogLog {
     fn size_in_bytes(&self) -> usize {

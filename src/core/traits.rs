@@ -282,13 +282,48 @@ pub trait ObserveHash {
 
     /// Observes an item given by its hash under [`hash_seed`](Self::hash_seed).
     fn observe_hash(&mut self, hash: u64);
+
+    /// Observes many items given by their hashes: the same state as
+    /// [`observe_hash`](Self::observe_hash) on each, in order. The distinct-count sketches
+    /// override it with their batch loops (as fast as `observe_all`, for a caller that hashed
+    /// the items itself: a query engine, a router).
+    ///
+    /// ```
+    /// use synopses::cardinality::UltraLogLog;
+    /// use synopses::core::ObserveHash;
+    /// use synopses::hash::Hashable;
+    ///
+    /// let mut by_hash = UltraLogLog::new(10)?;
+    /// let seed = by_hash.hash_seed();
+    /// by_hash.observe_hashes((0..5000_u64).map(|i| i.hash64(seed)));
+    /// let mut by_item = UltraLogLog::new(10)?;
+    /// by_item.observe_all(0..5000_u64);
+    /// assert_eq!(by_hash, by_item);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn observe_hashes<I: IntoIterator<Item = u64>>(&mut self, hashes: I)
+    where
+        Self: Sized,
+    {
+        hashes.into_iter().for_each(|hash| self.observe_hash(hash));
+    }
 }
 
 /// Implements [`Operator`] for every [`Hashable`](crate::hash::Hashable) item type, and
 /// `Extend`, for a type with inherent `observe` and `observe_all` methods generic over
 /// `Hashable` items: the shape of every hashing synopsis.
 macro_rules! hashed_operator {
+    ($ty:ty, batch) => {
+        $crate::core::hashed_operator!($ty, {
+            fn observe_hashes<I: IntoIterator<Item = u64>>(&mut self, hashes: I) {
+                <$ty>::observe_hashes(self, hashes);
+            }
+        });
+    };
     ($ty:ty) => {
+        $crate::core::hashed_operator!($ty, {});
+    };
+    ($ty:ty, { $($batch:tt)* }) => {
         impl<T: $crate::hash::Hashable> $crate::core::Operator<T> for $ty {
             #[inline]
             fn observe(&mut self, item: T) {
@@ -309,6 +344,8 @@ macro_rules! hashed_operator {
             fn observe_hash(&mut self, hash: u64) {
                 <$ty>::observe_hash(self, hash);
             }
+
+            $($batch)*
         }
 
         impl<T: $crate::hash::Hashable> Extend<T> for $ty {

@@ -182,6 +182,7 @@ impl AggregateUDFImpl for SketchValues {
             proto,
             sketches: Vec::new(),
             held: 0,
+            offsets: Vec::new(),
         }))
     }
 
@@ -221,9 +222,10 @@ fn merge_column(function: &str, column: &ArrayRef, into: &mut Option<Sketch>) ->
 impl Accumulator for ValuesAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         let Some(values) = values.first() else { return Ok(()) };
-        let seed = self.sketch.seed();
-        let sketch = &mut self.sketch;
-        for_each_hash(values.as_ref(), seed, &mut |_, hash| sketch.observe_hash(hash))
+        let mut hashes = Vec::with_capacity(values.len());
+        for_each_hash(values.as_ref(), self.sketch.seed(), &mut |_, hash| hashes.push(hash))?;
+        self.sketch.observe_hashes(&hashes);
+        Ok(())
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
@@ -267,6 +269,9 @@ struct GroupSketches {
     sketches: Vec<Sketch>,
     /// The sum of the sketches' sizes.
     held: usize,
+    /// Scratch of `update_batch`'s counting sort, one entry per group, all zeros between
+    /// batches.
+    offsets: Vec<usize>,
 }
 
 impl GroupSketches {
@@ -314,18 +319,55 @@ impl GroupsAccumulator for GroupSketches {
     ) -> Result<()> {
         self.grow(total_num_groups);
         let Some(values) = values.first() else { return Ok(()) };
-        let seed = self.proto.seed();
-        self.tracked(group_indices, |sketches| {
-            for_each_hash(values.as_ref(), seed, &mut |row, hash| {
-                // A row the aggregate's FILTER clause leaves out (false or NULL) adds nothing.
-                if opt_filter.is_some_and(|filter| !filter.is_valid(row) || !filter.value(row)) {
-                    return;
+        // Each kept row's group and hash, in row order.
+        let mut kept: Vec<(usize, u64)> = Vec::with_capacity(values.len());
+        for_each_hash(values.as_ref(), self.proto.seed(), &mut |row, hash| {
+            // A row the aggregate's FILTER clause leaves out (false or NULL) adds nothing.
+            if opt_filter.is_some_and(|filter| !filter.is_valid(row) || !filter.value(row)) {
+                return;
+            }
+            if let Some(&group) = group_indices.get(row) {
+                kept.push((group, hash));
+            }
+        })?;
+        // A counting sort by group, stable (each group's hashes stay in row order), in work
+        // proportional to the batch: `offsets` is all zeros between batches.
+        self.offsets.resize(total_num_groups, 0);
+        let mut touched = Vec::new();
+        for &(group, _) in &kept {
+            if let Some(count) = self.offsets.get_mut(group) {
+                touched.extend((*count == 0).then_some(group));
+                *count += 1;
+            }
+        }
+        let mut start = 0;
+        for &group in &touched {
+            if let Some(offset) = self.offsets.get_mut(group) {
+                (*offset, start) = (start, start + *offset);
+            }
+        }
+        let mut sorted = vec![0_u64; kept.len()];
+        for &(group, hash) in &kept {
+            if let Some(offset) = self.offsets.get_mut(group) {
+                if let Some(slot) = sorted.get_mut(*offset) {
+                    *slot = hash;
                 }
-                if let Some(sketch) = group_indices.get(row).and_then(|&group| sketches.get_mut(group)) {
-                    sketch.observe_hash(hash);
-                }
-            })
-        })
+                *offset += 1;
+            }
+        }
+        // Each group's run through its sketch's batch loop; `offsets` ends each run.
+        let mut begin = 0;
+        for &group in &touched {
+            let (Some(offset), Some(sketch)) = (self.offsets.get_mut(group), self.sketches.get_mut(group)) else {
+                continue;
+            };
+            let end = std::mem::take(offset);
+            let before = sketch.size();
+            sketch.observe_hashes(sorted.get(begin..end).unwrap_or_default());
+            self.held = self.held.saturating_sub(before).saturating_add(sketch.size());
+            begin = end;
+        }
+        Ok(())
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
@@ -474,7 +516,14 @@ mod tests {
     #[test]
     fn the_groups_size_follows_their_sketches() {
         let proto = Kind::Ull.build("t", &[ScalarValue::Int64(Some(8))]).unwrap();
-        let mut acc = GroupSketches { name: "t".into(), output: Output::Sketch, proto, sketches: Vec::new(), held: 0 };
+        let mut acc = GroupSketches {
+            name: "t".into(),
+            output: Output::Sketch,
+            proto,
+            sketches: Vec::new(),
+            held: 0,
+            offsets: Vec::new(),
+        };
         let recount = |acc: &GroupSketches| acc.sketches.iter().map(Sketch::size).sum::<usize>();
         for batch in 0..20_i64 {
             let values: ArrayRef = Arc::new(Int64Array::from_iter_values((0..500).map(|i| i * 20 + batch)));

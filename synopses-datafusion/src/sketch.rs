@@ -173,8 +173,9 @@ impl Sketch {
         each!(self, s => s.hash_seed())
     }
 
-    pub(crate) fn observe_hash(&mut self, hash: u64) {
-        each!(self, s => ObserveHash::observe_hash(s, hash));
+    /// Observes the values of `hashes`, in order, through the sketch's batch loop.
+    pub(crate) fn observe_hashes(&mut self, hashes: &[u64]) {
+        each!(self, s => ObserveHash::observe_hashes(s, hashes.iter().copied()));
     }
 
     /// The estimated number of distinct values, for a distinct count.
