@@ -419,8 +419,8 @@ pub(crate) fn rounded(estimate: f64) -> u64 {
     estimate.round() as u64
 }
 
-/// `sketch_union(sketch)`: the merge of stored distinct-count sketches (a rollup), `NULL` when
-/// there are none.
+/// `sketch_union(sketch)`: the merge of stored sketches of one kind and configuration (a
+/// rollup), `NULL` when there are none.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct SketchUnion {
     signature: Signature,
