@@ -311,7 +311,8 @@ pub trait ObserveHash {
 
 /// Implements [`Operator`] for every [`Hashable`](crate::hash::Hashable) item type, and
 /// `Extend`, for a type with inherent `observe` and `observe_all` methods generic over
-/// `Hashable` items: the shape of every hashing synopsis.
+/// `Hashable` items: the shape of every hashing synopsis. With `batch`, the type's inherent
+/// `observe_hashes` also serves [`ObserveHash::observe_hashes`].
 macro_rules! hashed_operator {
     ($ty:ty, batch) => {
         $crate::core::hashed_operator!($ty, {
