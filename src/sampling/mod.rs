@@ -102,7 +102,10 @@
 //! A sampler's encoding (`to_bytes`, format version 2) holds its random generator's exact
 //! state and what it has drawn ahead (the reservoir's skip, the weighted reservoir's jump),
 //! so a sampler decoded mid-stream continues exactly as the encoded one would have: the same
-//! sample, and the same bytes, as an uninterrupted run. Version 1 encodings, which held no
+//! sample, and the same bytes, as an uninterrupted run. One exception for the weighted and
+//! priority samples: items of weights below about 1e-308, whose keys overflow to +∞, tie, and
+//! which of the tied items a later merge keeps depends on where they sit in memory, which the
+//! encoding does not record. Version 1 encodings, which held no
 //! generator, are still read; a sampler decoded from one continues on a fresh stream derived
 //! from its seed, stream and count, with a sample as uniform (or weighted) but not the same.
 //!

@@ -12,6 +12,11 @@ pub(crate) const MAX_CAPACITY: usize = 1 << 24;
 /// each sampler's pending draw (the reservoir's skip, the weighted reservoir's jump), so that
 /// a decoded sampler continues exactly as the encoded one would have; version 1 stored
 /// neither, and a sampler decoded from it continues on [`resumed_stream`] with a fresh draw.
+///
+/// One exception: items whose keys tie (weights below about 1e-308, whose keys overflow to
+/// +∞). Which of the tied items a later merge keeps depends on where they sit in memory, which
+/// the encoding does not record, so a decoded sample may keep another of them. The encoding
+/// itself is canonical (ties in the order of their items' bytes).
 pub(crate) const VERSION: u8 = 2;
 
 /// A bottom-k sample with its count of observed items and its random stream `(seed, stream)`.
