@@ -863,6 +863,40 @@ mod sampling {
             prop_assert_eq!(&unknown, &one);
             prop_assert_eq!(&slice, &one);
             prop_assert_eq!(exact.random_draws(), one.random_draws());
+            // Row numbers made into items only when they enter: the same sample.
+            let mut made = Reservoir::new(capacity, seed).unwrap();
+            made.observe_all_with(0..at, |i| i);
+            made.observe_all_with((at..n).filter(|_| true), |i| i);
+            prop_assert_eq!(&made, &one);
+        }
+
+        /// `map` changes the items and nothing else: a mapped sampler continues and merges as
+        /// the original would have, then mapped.
+        #[test]
+        fn mapped_samplers_continue_and_merge_as_the_original(capacity in 1_usize..40, seed in any::<u64>(),
+                                                               n in 0_u64..2000, m in 0_u64..2000) {
+            let mut whole = Reservoir::new(capacity, seed).unwrap();
+            whole.observe_all(0..n);
+            let mut other = whole.empty_part(1);
+            other.observe_all(n..n + m);
+            let mut mapped = whole.clone().map(|i| i.to_string());
+            mapped.observe_all((n..n + 2 * m).map(|i| i.to_string()));
+            mapped.merge(&other.clone().map(|i| i.to_string())).unwrap();
+            whole.observe_all(n..n + 2 * m);
+            whole.merge(&other).unwrap();
+            prop_assert_eq!(&mapped, &whole.map(|i| i.to_string()));
+
+            let weight = |i: u64| Weight::new(1.0 + (i % 17) as f64).unwrap();
+            let mut whole = WeightedReservoir::new(capacity, seed).unwrap();
+            whole.observe_all((0..n).map(|i| (i, weight(i))));
+            let mut other = whole.empty_part(1);
+            other.observe_all((n..n + m).map(|i| (i, weight(i))));
+            let mut mapped = whole.clone().map(|i| i.to_string());
+            mapped.observe_all_with((n..n + 2 * m).map(|i| (i, weight(i))), |i| i.to_string());
+            mapped.merge(&other.clone().map(|i| i.to_string())).unwrap();
+            whole.observe_all((n..n + 2 * m).map(|i| (i, weight(i))));
+            whole.merge(&other).unwrap();
+            prop_assert_eq!(&mapped, &whole.map(|i| i.to_string()));
         }
 
         /// The batch entry points of the weighted samplers make the draws, and so the samples,

@@ -115,6 +115,15 @@ impl<T> Bottom<T> {
         all
     }
 
+    /// The same sample, keys and layout unchanged, each item replaced by `f(item)`: the heap
+    /// is ordered by keys alone, so its layout stays valid (and ties stay where they were).
+    pub(crate) fn map<U>(self, f: impl FnMut(T) -> U) -> Bottom<U> {
+        let mut f = f;
+        let entries: Vec<Keyed<U>> =
+            self.heap.into_vec().into_iter().map(|k| Keyed { key: k.key, item: f(k.item) }).collect();
+        Bottom { capacity: self.capacity, heap: BinaryHeap::from(entries) }
+    }
+
     /// The kept items, smallest key first, consuming the sample.
     pub(crate) fn into_sorted_items(self) -> Vec<T> {
         self.heap.into_sorted_vec().into_iter().map(|k| k.item).collect()

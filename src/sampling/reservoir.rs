@@ -170,6 +170,23 @@ impl<T> Reservoir<T> {
         self.state.sample.into_sorted_items()
     }
 
+    /// The same sample (keys, count and random stream unchanged) with each item replaced by
+    /// `f(item)`: sample record ids, then keep the records; or turn items into a form that
+    /// encodes. The mapped reservoir continues and merges as the original would have.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let mut ids = Reservoir::new(3, 9)?;
+    /// ids.observe_all(0..1000_u32);
+    /// let names = ids.clone().map(|id| format!("user-{id}"));
+    /// assert!(names.iter().eq(ids.iter().map(|id| format!("user-{id}")).collect::<Vec<_>>().iter()));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Reservoir<U> {
+        Reservoir { state: self.state.map(f), skip: self.skip }
+    }
+
     /// How many random numbers the reservoir has drawn: `k` while filling, then two per item
     /// that enters (its key and the next skip), about `k · (1 + 2 ln(n/k))` in all.
     ///
@@ -221,14 +238,37 @@ impl<T> Reservoir<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn observe_all<I: IntoIterator<Item = T>>(&mut self, items: I) {
-        self.observe_iter(items.into_iter(), |item| item);
+        self.observe_all_with(items, |item| item);
     }
 
-    /// Observes the items of `items`, making a `T` (`convert`) only of those that enter: the
+    /// Observes the items of `items`, making a `T` (`make`) only of those that enter: the
     /// skipped ones are passed over with `nth` when the iterator knows its exact length (which
     /// for slices, ranges and vectors does not look at them), and counted past one by one
     /// otherwise (`take(skip).count()`: 0.4 ns an item, where a loop of `observe` took 1.3).
     /// The same draws, at the same items, as [`observe`](Self::observe) one by one.
+    ///
+    /// Use it where making an item costs: sample row numbers of a column and read only the
+    /// sampled rows.
+    ///
+    /// ```
+    /// # use synopses::sampling::Reservoir;
+    /// let column: Vec<u64> = (0..100_000).collect();
+    /// let (mut read, mut r) = (0, Reservoir::new(10, 3)?);
+    /// r.observe_all_with(0..column.len(), |row| {
+    ///     read += 1;
+    ///     column[row].to_string()
+    /// });
+    /// assert_eq!((r.len(), r.seen()), (10, 100_000));
+    /// assert!(read < 200); // k · (1 + ln(n/k)) ≈ 100 rows read, not 100 000
+    /// let mut same = Reservoir::new(10, 3)?;
+    /// same.observe_all(column.iter().map(|v| v.to_string()));
+    /// assert!(r.iter().eq(same.iter()));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_all_with<U>(&mut self, items: impl IntoIterator<Item = U>, make: impl FnMut(U) -> T) {
+        self.observe_iter(items.into_iter(), make);
+    }
+
     fn observe_iter<U>(&mut self, mut items: impl Iterator<Item = U>, mut convert: impl FnMut(U) -> T) {
         loop {
             if !self.state.sample.is_full() || self.skip == 0 {

@@ -43,6 +43,11 @@ impl<T> State<T> {
         Self { sample: Bottom::new(capacity), seen: 0, seed, stream, rng: Stream::new(seed, stream) }
     }
 
+    /// The same state with each sampled item replaced by `f(item)`.
+    pub(crate) fn map<U>(self, f: impl FnMut(T) -> U) -> State<U> {
+        State { sample: self.sample.map(f), seen: self.seen, seed: self.seed, stream: self.stream, rng: self.rng }
+    }
+
     /// The empty state of the same stream: the identity of `merge`.
     pub(crate) fn empty_like(&self) -> Self {
         Self::on_stream(self.sample.capacity(), self.seed, self.stream)

@@ -228,10 +228,33 @@ impl<T> WeightedReservoir<T> {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     pub fn observe_all<I: IntoIterator<Item = (T, Weight)>>(&mut self, items: I) {
+        self.observe_all_with(items, |item| item);
+    }
+
+    /// Observes every `(item, weight)` pair of an iterator, making a `T` (`make`) only of the
+    /// items that enter the sample: the same sample as [`observe_all`](Self::observe_all).
+    /// Every weight is read; only `k · (1 + ln(W/w_k))`-odd items are made. Use it to sample
+    /// row numbers of a column and read only the sampled rows.
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// # use synopses::core::Weight;
+    /// let weights: Vec<f64> = (1..=10_000).map(f64::from).collect();
+    /// let (mut made, mut r) = (0, WeightedReservoir::new(5, 2)?);
+    /// let rows = weights.iter().enumerate().filter_map(|(row, &w)| Some((row, Weight::new(w).ok()?)));
+    /// r.observe_all_with(rows, |row| {
+    ///     made += 1;
+    ///     format!("row {row}")
+    /// });
+    /// assert_eq!((r.len(), r.seen()), (5, 10_000));
+    /// assert!(made < 200);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn observe_all_with<U>(&mut self, items: impl IntoIterator<Item = (U, Weight)>, mut make: impl FnMut(U) -> T) {
         let mut items = items.into_iter();
         while !self.state.sample.is_full() {
             let Some((item, weight)) = items.next() else { return };
-            self.observe_weighted(item, weight);
+            self.observe_weighted(make(item), weight);
         }
         loop {
             // The inner loop makes no call, so the compiler keeps the sums in registers (with
@@ -250,11 +273,34 @@ impl<T> WeightedReservoir<T> {
             }
             (self.jump, self.total_weight, self.state.seen) = (jump, total, seen);
             let Some((item, w)) = entering else { break };
-            self.enter(item, w);
+            self.enter(make(item), w);
         }
         // Saturating once at the end is saturating at every step: past `f64::MAX` the sum is
         // `+∞` and stays there.
         self.total_weight = self.total_weight.min(f64::MAX);
+    }
+
+    /// The same sample (keys, weights, count and random stream unchanged) with each item
+    /// replaced by `f(item)`. The mapped reservoir continues and merges as the original
+    /// would have.
+    ///
+    /// ```
+    /// # use synopses::sampling::WeightedReservoir;
+    /// # use synopses::core::Weight;
+    /// let mut ids = WeightedReservoir::new(2, 4)?;
+    /// ids.observe_all((1..=100_u32).map(|id| (id, Weight::ONE)));
+    /// let names = ids.clone().map(|id| format!("user-{id}"));
+    /// assert_eq!(names.total_weight(), ids.total_weight());
+    /// assert!(names.iter().map(|(n, w)| (n.clone(), *w)).eq(ids.iter().map(|(id, w)| (format!("user-{id}"), *w))));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn map<U>(self, mut f: impl FnMut(T) -> U) -> WeightedReservoir<U> {
+        WeightedReservoir {
+            state: self.state.map(|(item, w)| (f(item), w)),
+            total_weight: self.total_weight,
+            jump: self.jump,
+        }
     }
 
     /// Adds an item whose share of the weight axis holds the next arrival, then draws the

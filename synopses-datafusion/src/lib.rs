@@ -35,6 +35,8 @@
 //! | `cms_sketch(x [, width, depth])` | `Binary` | a [`CountMin`](synopses::frequency::CountMin) of the values' frequencies (default 2048 × 5, 80 KiB) |
 //! | `bloom_sketch(x [, n, rate])` | `Binary` | a [`Bloom`](synopses::membership::Bloom) filter sized for `n` values at false-positive rate `rate` (default 10⁶ at 0.01, 1.2 MB) |
 //! | `heavy_hitters(x [, k])` | list of `{value, count, lower, upper}` | the most frequent values of integers, strings or bytes, most frequent first, from a mergeable Misra–Gries summary of `k` counters (default 100): every value more frequent than `N/(k+1)` is listed, and `lower ≤` its true count `≤ upper` |
+//! | `sample(x [, k])` | list of `x`'s type | `k` values (default 100) drawn uniformly at random without replacement, from a [`Reservoir`](synopses::sampling::Reservoir); `x` may be a struct of columns, to sample rows |
+//! | `weighted_sample(x, w [, k])` | list of `x`'s type | `k` values drawn one after another with probability proportional to `w` among those not yet drawn, from a [`WeightedReservoir`](synopses::sampling::WeightedReservoir) |
 //! | `sketch_union(s)` | `Binary` | the merge of the non-null sketches `s` (of one kind and configuration), `NULL` if none |
 //! | `sketch_estimate(s)` | `Float64` | a distinct count's estimate of its number of distinct values |
 //! | `sketch_lower_bound(s [, c])`, `sketch_upper_bound(s [, c])` | `Float64` | its confidence interval: `c` = 0.95 (the default) or 1, 2, 3 standard deviations |
@@ -74,6 +76,21 @@
 //! one from the martingale, so the two can differ within their errors; the sketches, merged
 //! in Rust, are equal. Count-Min's counters and Bloom's bits merge exactly, with no history:
 //! their sketches are the same whatever the partitioning.
+//!
+//! # Samples
+//!
+//! `sample` and `weighted_sample` keep the values of the `k` smallest random keys, and merge
+//! partial samples exactly (the `k` smallest keys of all), so the sample of a query is
+//! distributed as one pass over all its rows would draw it, however many partitions or
+//! machines ran it. A uniform sample of `k` of `n` rows estimates a fraction `p` with
+//! standard error `√(p(1 − p)/k)` and a mean with `σ/√k` (each times `√((n − k)/(n − 1))`).
+//! Each partial aggregate reads only the rows that enter its sample, about `k·(1 + ln(n/k))`.
+//!
+//! DataFusion does not tell an aggregate which partition it runs in, and two parts drawing
+//! one random stream would give the same rows the same keys; so every partial aggregate seeds
+//! its own stream from the operating system's randomness, and a query gives a different
+//! sample (as uniform) on every run. For a sample that a seed fixes, use
+//! [`Reservoir`](synopses::sampling::Reservoir) in Rust.
 //!
 //! # Values
 //!
@@ -117,6 +134,7 @@
 
 mod aggregate;
 mod heavy;
+mod sample;
 mod scalar;
 mod sketch;
 mod values;

@@ -533,6 +533,14 @@ async fn bad_arguments_fail_while_planning_with_the_function_named() -> Result<(
         ("SELECT bloom_sketch(i, -5, 0.01) FROM t", "bloom_sketch"),
         ("SELECT sketch_frequency(cms_sketch(s)) FROM t", "sketch_frequency"),
         ("SELECT sketch_contains(bloom_sketch(i), INTERVAL '1' DAY) FROM t", "sketch_contains"),
+        ("SELECT sample(i, 0) FROM t", "sample"),
+        ("SELECT sample(i, 16777217) FROM t", "sample"),
+        ("SELECT sample(i, n) FROM t", "sample"),
+        ("SELECT sample(i, 'x') FROM t", "sample"),
+        ("SELECT sample() FROM t", "sample"),
+        ("SELECT weighted_sample(i) FROM t", "weighted_sample"),
+        ("SELECT weighted_sample(i, s, 3) FROM t", "weighted_sample"),
+        ("SELECT weighted_sample(i, n, -3) FROM t", "weighted_sample"),
     ] {
         let message = planning_error(&ctx, sql).await;
         assert!(message.contains(function), "`{sql}`: {message}");
@@ -778,4 +786,125 @@ mod every_type {
             run(columns, want)?;
         }
     }
+}
+
+/// A table `u` of the values `0..n` (Int64, column `v`) in `partitions` partitions.
+fn numbers(n: i64, partitions: usize) -> Result<SessionContext> {
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
+    synopses_datafusion::register(&ctx);
+    let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
+    let per = (n as usize).div_ceil(partitions) as i64;
+    let parts = (0..partitions as i64)
+        .map(|p| {
+            let values: Int64Array = (p * per..((p + 1) * per).min(n)).collect();
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(values) as ArrayRef]).map(|b| vec![b])
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    ctx.register_table("u", Arc::new(MemTable::try_new(schema, parts)?))?;
+    Ok(ctx)
+}
+
+/// The Int64 items of the first row's list.
+fn sampled(answer: &ArrayRef) -> Vec<i64> {
+    answer.as_list::<i32>().value(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>().values().to_vec()
+}
+
+/// Pearson's statistic of `counts` against `expected`, and its tolerance when the statistic
+/// is distributed as `scale · χ²(df)`: its mean plus four standard deviations,
+/// `scale · (df + 4·√(2·df))`, which a correct sampler exceeds with probability about 10^-4.
+fn pearson(counts: &[u64], expected: &[f64], df: f64, scale: f64) -> (f64, f64) {
+    let statistic = counts.iter().zip(expected).map(|(&c, &e)| (c as f64 - e).powi(2) / e).sum();
+    (statistic, scale * (df + 4.0 * (2.0 * df).sqrt()))
+}
+
+#[tokio::test]
+async fn samples_are_uniform_over_every_partition() -> Result<()> {
+    // 100 values, 10 sampled, 400 queries: each value is expected 40 times. A query's k
+    // values are distinct, so its counts are negatively correlated (covariance −p(1 − p)/(n − 1)
+    // for p = k/n) and Pearson's statistic is distributed as (1 − p)·n/(n − 1) · χ²(n − 1).
+    let (n, k, runs) = (100_usize, 10_usize, 400_u64);
+    for partitions in [1, 8] {
+        let ctx = numbers(n as i64, partitions)?;
+        let mut counts = vec![0_u64; n];
+        for _ in 0..runs {
+            let items = sampled(&one(&ctx, &format!("SELECT sample(v, {k}) FROM u")).await?);
+            let mut distinct = items.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(distinct.len(), k, "{items:?}");
+            items.iter().for_each(|&v| counts[v as usize] += 1);
+        }
+        let expected = vec![(runs * k as u64) as f64 / n as f64; n];
+        let p = k as f64 / n as f64;
+        let (statistic, tolerance) = pearson(&counts, &expected, (n - 1) as f64, (1.0 - p) * n as f64 / (n - 1) as f64);
+        assert!(statistic < tolerance, "{partitions} partitions: χ² = {statistic} ≥ {tolerance}: {counts:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_weighted_sample_draws_in_proportion_to_the_weights() -> Result<()> {
+    // One draw: value v (weight v + 5) comes first with probability (v + 5)/Σ, and the
+    // counts are multinomial: Pearson's statistic is χ²(n − 1).
+    let (n, runs) = (20_usize, 600_u64);
+    for partitions in [1, 8] {
+        let ctx = numbers(n as i64, partitions)?;
+        let mut counts = vec![0_u64; n];
+        for _ in 0..runs {
+            let items = sampled(&one(&ctx, "SELECT weighted_sample(v, v + 5, 1) FROM u").await?);
+            assert_eq!(items.len(), 1);
+            counts[items[0] as usize] += 1;
+        }
+        let total: f64 = (0..n).map(|v| (v + 5) as f64).sum();
+        let expected: Vec<f64> = (0..n).map(|v| runs as f64 * (v + 5) as f64 / total).collect();
+        let (statistic, tolerance) = pearson(&counts, &expected, (n - 1) as f64, 1.0);
+        assert!(statistic < tolerance, "{partitions} partitions: χ² = {statistic} ≥ {tolerance}: {counts:?}");
+    }
+    // Zero and NULL weights are never drawn; a negative one is an error naming the function.
+    let ctx = numbers(n as i64, 4)?;
+    for _ in 0..20 {
+        let sql = "SELECT weighted_sample(v, CASE WHEN v < 3 THEN v + 1 WHEN v < 10 THEN 0 END, 5) FROM u";
+        let mut items = sampled(&one(&ctx, sql).await?);
+        items.sort_unstable();
+        assert_eq!(items, vec![0, 1, 2]);
+    }
+    let message = execution_error(&ctx, "SELECT weighted_sample(v, v - 3) FROM u").await;
+    assert!(message.contains("weighted_sample") && message.contains("-3"), "{message}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn samples_of_rows_keep_their_columns_together_per_group() -> Result<()> {
+    for partitions in [1, 8] {
+        let ctx = context(partitions)?;
+        let sql = "SELECT g, sample(named_struct('i', i, 's', s), 4), sample(i), weighted_sample(s, n, 3) \
+                   FROM t WHERE n > 0 GROUP BY g ORDER BY g";
+        let batches = query(&ctx, sql).await?;
+        let mut groups = 0;
+        for batch in &batches {
+            let g = batch.column(0).as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+            let rows = batch.column(1).as_list::<i32>();
+            for row in 0..batch.num_rows() {
+                let sample = rows.value(row);
+                let sample = sample.as_struct();
+                assert_eq!(sample.len(), 4);
+                let i = sample.column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+                let s = sample.column(1).as_string::<i32>();
+                for r in 0..sample.len() {
+                    // A row of the group, whole.
+                    assert_eq!(s.value(r), format!("user-{}", i.value(r)));
+                    let group = g.value(row) as usize;
+                    assert!((0..ROWS).any(|x| x % 7 == group && value(x) == Some(i.value(r))));
+                }
+                assert_eq!(batch.column(2).as_list::<i32>().value(row).len(), 100);
+                assert_eq!(batch.column(3).as_list::<i32>().value(row).len(), 3);
+                groups += 1;
+            }
+        }
+        assert_eq!(groups, 7);
+    }
+    // No rows: the empty sample.
+    let ctx = context(4)?;
+    assert!(sampled(&one(&ctx, "SELECT sample(i, 3) FROM t WHERE i > 1000000").await?).is_empty());
+    Ok(())
 }
