@@ -61,8 +61,7 @@ pub(crate) fn aggregates() -> Vec<AggregateUDF> {
         .collect();
     out.push(AggregateUDF::from(SketchUnion::default()));
     out.push(AggregateUDF::from(crate::heavy::HeavyHittersUdaf::default()));
-    out.push(AggregateUDF::from(crate::sample::SampleUdaf::uniform()));
-    out.push(AggregateUDF::from(crate::sample::SampleUdaf::weighted()));
+    out.extend(crate::sample::aggregates());
     out
 }
 

@@ -37,6 +37,9 @@
 //! | `heavy_hitters(x [, k])` | list of `{value, count, lower, upper}` | the most frequent values of integers, strings or bytes, most frequent first, from a mergeable Misra–Gries summary of `k` counters (default 100): every value more frequent than `N/(k+1)` is listed, and `lower ≤` its true count `≤ upper` |
 //! | `sample(x [, k])` | list of `x`'s type | `k` values (default 100) drawn uniformly at random without replacement, from a [`Reservoir`](synopses::sampling::Reservoir); `x` may be a struct of columns, to sample rows |
 //! | `weighted_sample(x, w [, k])` | list of `x`'s type | `k` values drawn one after another with probability proportional to `w` among those not yet drawn, from a [`WeightedReservoir`](synopses::sampling::WeightedReservoir) |
+//! | `sample_sketch(x [, k])`, `weighted_sample_sketch(x, w [, k])` | `{sampler: Binary, values: list}` | the same samples as a value to store: the sampler's bytes (items are positions in `values`) and the values |
+//! | `sample_union(s)` | the same struct | the merge of stored samples (of one kind and size): distributed as the sample of all their rows |
+//! | `sketch_sample(s)` | list of the values' type | a stored sample's values, in the order `sample` gives |
 //! | `sketch_union(s)` | `Binary` | the merge of the non-null sketches `s` (of one kind and configuration), `NULL` if none |
 //! | `sketch_estimate(s)` | `Float64` | a distinct count's estimate of its number of distinct values |
 //! | `sketch_lower_bound(s [, c])`, `sketch_upper_bound(s [, c])` | `Float64` | its confidence interval: `c` = 0.95 (the default) or 1, 2, 3 standard deviations |
@@ -173,7 +176,7 @@ pub fn aggregate_functions() -> Vec<AggregateUDF> {
 /// The scalar functions of this crate, for a registry other than a `SessionContext`.
 ///
 /// ```
-/// assert_eq!(synopses_datafusion::scalar_functions().len(), 5);
+/// assert_eq!(synopses_datafusion::scalar_functions().len(), 6);
 /// ```
 #[must_use]
 pub fn scalar_functions() -> Vec<ScalarUDF> {

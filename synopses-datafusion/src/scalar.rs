@@ -47,6 +47,7 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
     .map(|(name, answer)| {
         ScalarUDF::from(ReadSketch { name, answer, signature: Signature::user_defined(Volatility::Immutable) })
     })
+    .chain(crate::sample::scalars())
     .collect()
 }
 

@@ -17,6 +17,7 @@ use synopses::cardinality::{ExaLogLog, HyperLogLog, UltraLogLog};
 use synopses::core::{Mergeable, Operator};
 use synopses::frequency::{CountMin, HeavyHitters};
 use synopses::membership::Bloom;
+use synopses::sampling::Reservoir;
 
 /// Rows of the test table: `g` (a group, 0..7), `i` (an Int64 with NULLs and repeats), `s`
 /// (a string), `b` (bytes), `d` (a date), `n` (an Int32).
@@ -541,6 +542,9 @@ async fn bad_arguments_fail_while_planning_with_the_function_named() -> Result<(
         ("SELECT weighted_sample(i) FROM t", "weighted_sample"),
         ("SELECT weighted_sample(i, s, 3) FROM t", "weighted_sample"),
         ("SELECT weighted_sample(i, n, -3) FROM t", "weighted_sample"),
+        ("SELECT sample_union(i) FROM t", "sample_union"),
+        ("SELECT sketch_sample(ull_sketch(i)) FROM t", "sketch_sample"),
+        ("SELECT sample_sketch(i, 0) FROM t", "sample_sketch"),
     ] {
         let message = planning_error(&ctx, sql).await;
         assert!(message.contains(function), "`{sql}`: {message}");
@@ -906,5 +910,64 @@ async fn samples_of_rows_keep_their_columns_together_per_group() -> Result<()> {
     // No rows: the empty sample.
     let ctx = context(4)?;
     assert!(sampled(&one(&ctx, "SELECT sample(i, 3) FROM t WHERE i > 1000000").await?).is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn stored_samples_roll_up_to_a_uniform_sample_of_all_days() -> Result<()> {
+    // Two days of 50 values each, a stored sample of 10 per day, their union read: each of the
+    // 100 values is in the month's sample with probability 10/100 (see the uniformity test).
+    let (n, k, runs) = (100_usize, 10_usize, 300_u64);
+    let ctx = numbers(n as i64, 3)?;
+    let mut counts = vec![0_u64; n];
+    for _ in 0..runs {
+        ctx.sql("DROP TABLE IF EXISTS daily").await?.collect().await?;
+        let sql =
+            format!("CREATE TABLE daily AS SELECT v / 50 AS day, sample_sketch(v, {k}) AS s FROM u GROUP BY v / 50");
+        ctx.sql(&sql).await?.collect().await?;
+        let items = sampled(&one(&ctx, "SELECT sketch_sample(sample_union(s)) FROM daily").await?);
+        assert_eq!(items.len(), k);
+        items.iter().for_each(|&v| counts[v as usize] += 1);
+    }
+    let expected = vec![(runs * k as u64) as f64 / n as f64; n];
+    let p = k as f64 / n as f64;
+    let (statistic, tolerance) = pearson(&counts, &expected, (n - 1) as f64, (1.0 - p) * n as f64 / (n - 1) as f64);
+    assert!(statistic < tolerance, "χ² = {statistic} ≥ {tolerance}: {counts:?}");
+
+    // The stored sampler is the crate's: it decodes in Rust, and has seen its day's rows.
+    let stored = query(&ctx, "SELECT day, s FROM daily ORDER BY day").await?;
+    let s = stored[0].column(1).as_struct();
+    for row in 0..s.len() {
+        let sampler = Reservoir::<u32>::from_bytes(s.column(0).as_binary::<i32>().value(row)).expect("a reservoir");
+        assert_eq!((sampler.seen(), sampler.len()), (50, k));
+        assert_eq!(s.column(1).as_list::<i32>().value(row).len(), k);
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn stored_samples_refuse_what_does_not_merge() -> Result<()> {
+    let ctx = numbers(100, 2)?;
+    for (sql, needle) in [
+        // A sample merged with itself would count its rows twice.
+        ("SELECT sample_union(s) FROM (SELECT sample_sketch(v, 5) AS s FROM u) CROSS JOIN (VALUES (1), (2))", "stream"),
+        (
+            "SELECT sample_union(s) FROM (SELECT sample_sketch(v, 5) AS s FROM u \
+             UNION ALL SELECT weighted_sample_sketch(v, 1, 5) FROM u)",
+            "weighted",
+        ),
+        (
+            "SELECT sample_union(s) FROM (SELECT sample_sketch(v, 5) AS s FROM u UNION ALL SELECT sample_sketch(v, 6) FROM u)",
+            "capacity",
+        ),
+        ("SELECT sketch_sample(named_struct('sampler', X'00010203', 'values', [1, 2]))", "sketch_sample"),
+    ] {
+        let message = execution_error(&ctx, sql).await;
+        assert!(message.contains(needle), "`{sql}`: {message}");
+    }
+    // A sample of nothing: the empty sample, and no stored samples: NULL.
+    assert!(sampled(&one(&ctx, "SELECT sketch_sample(sample_sketch(v, 3)) FROM u WHERE v < 0").await?).is_empty());
+    let none = one(&ctx, "SELECT sample_union(s) FROM (SELECT sample_sketch(v, 3) AS s FROM u) WHERE false").await?;
+    assert!(none.is_null(0));
     Ok(())
 }

@@ -73,6 +73,7 @@ const QUERIES: &[&str] = &[
     "SELECT sketch_estimate(sketch_union(d)) FROM (SELECT g, ull_sketch(i) AS d FROM t GROUP BY g)",
     // Random, but of a known size: the samplers' states (bytes and a list of values) travel.
     "SELECT g, cardinality(sample(i, 3)), cardinality(weighted_sample(s, g + 1, 2)) FROM t GROUP BY g ORDER BY g",
+    "SELECT cardinality(sketch_sample(sample_union(s))) FROM (SELECT g, sample_sketch(i, 4) AS s FROM t GROUP BY g)",
 ];
 
 fn table(batches: &[RecordBatch]) -> Result<String> {
