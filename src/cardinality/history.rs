@@ -240,12 +240,25 @@ impl<R: Cell> Core<R> {
     /// Recomputes the unseen mass from the registers: from a histogram of the states for
     /// one-byte registers, by a [`Tally`] for wider ones.
     pub(crate) fn recount(&mut self) {
+        self.recount_from(None);
+    }
+
+    /// [`recount`](Self::recount), from the registers' [byte histogram](Self::byte_histogram)
+    /// when the caller has it (one-byte registers only).
+    pub(crate) fn recount_from(&mut self, histogram: Option<&[u32; 256]>) {
         let shape = self.shape;
         if self.is_sparse() {
             return;
         }
         self.unseen = if size_of::<R>() == 1 {
-            let histogram = self.byte_histogram();
+            let own;
+            let histogram = match histogram {
+                Some(histogram) => histogram,
+                None => {
+                    own = self.byte_histogram();
+                    &own
+                }
+            };
             histogram
                 .iter()
                 .enumerate()
@@ -265,8 +278,18 @@ impl<R: Cell> Core<R> {
     /// The number of (register, value) pairs known seen: each took a distinct item and a
     /// change of its own, a floor for any estimate and for the martingale.
     pub(crate) fn seen_pairs(&self) -> u64 {
+        self.seen_pairs_from(None)
+    }
+
+    /// [`seen_pairs`](Self::seen_pairs), from the registers' byte histogram when the caller
+    /// has it (one-byte registers only).
+    pub(crate) fn seen_pairs_from(&self, histogram: Option<&[u32; 256]>) -> u64 {
         let mask = self.shape.history_mask();
-        self.registers.iter().map(|r| r.get()).filter(|&r| r != 0).map(|r| 1 + u64::from((r & mask).count_ones())).sum()
+        let pairs = |r: u64| if r == 0 { 0 } else { 1 + u64::from((r & mask).count_ones()) };
+        match histogram {
+            Some(histogram) => histogram.iter().enumerate().map(|(r, &n)| u64::from(n) * pairs(r as u64)).sum(),
+            None => self.registers.iter().map(|r| pairs(r.get())).sum(),
+        }
     }
 
     /// The counts of values known seen, level by level.
