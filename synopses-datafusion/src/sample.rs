@@ -95,11 +95,16 @@ fn sketch_of(value: &DataType) -> DataType {
     ]))
 }
 
-/// The value type of a stored sample's type, if it is one.
+/// The value type of a stored sample's type, if it is one: the struct `sample_sketch` returns,
+/// or the same with the other binary and list layouts (a Parquet file read back gives
+/// `BinaryView`), which the functions' coercion casts to it.
 fn sampled_type(sketch: &DataType) -> Option<DataType> {
+    use DataType::*;
     let DataType::Struct(fields) = sketch else { return None };
     match fields.iter().map(|f| (f.name().as_str(), f.data_type())).collect::<Vec<_>>()[..] {
-        [("sampler", DataType::Binary), ("values", DataType::List(item))] => Some(item.data_type().clone()),
+        [("sampler", Binary | LargeBinary | BinaryView), ("values", List(item) | LargeList(item) | ListView(item))] => {
+            Some(item.data_type().clone())
+        }
         _ => None,
     }
 }
@@ -260,8 +265,7 @@ impl AggregateUDFImpl for SampleUnion {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        coerce_stored("sample_union", arg_types)?;
-        Ok(arg_types.to_vec())
+        Ok(vec![sketch_of(&coerce_stored("sample_union", arg_types)?)])
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
@@ -294,8 +298,9 @@ fn state_fields(function: &str, value: &DataType) -> Vec<FieldRef> {
     ]
 }
 
-/// A seed of its own for every partial aggregate: the standard library's per-process random
-/// keys (from the operating system) hashing a process-wide counter.
+/// A seed of its own for every partial aggregate: a process-wide counter hashed under the
+/// standard library's random keys (drawn from the operating system once per thread, then
+/// stepped at every `RandomState::new`).
 fn fresh_seed() -> u64 {
     use std::hash::{BuildHasher, RandomState};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -369,9 +374,16 @@ impl Sampler {
     }
 
     fn merge(&mut self, other: &Self) -> std::result::Result<(), String> {
+        // Every sample draws from a seed of its own: one seed twice is one sample twice (a
+        // stored sample merged with itself), whose rows would count twice.
+        let twice = "the same sample twice (the random stream of one sample): its rows would count twice";
         match (self, other) {
-            (Self::Uniform(a), Self::Uniform(b)) => a.merge(b).map_err(|e| e.to_string()),
-            (Self::Weighted(a), Self::Weighted(b)) => a.merge(b).map_err(|e| e.to_string()),
+            (Self::Uniform(a), Self::Uniform(b)) => {
+                a.merge(b).map_err(|e| if a.seed() == b.seed() { twice.to_string() } else { e.to_string() })
+            }
+            (Self::Weighted(a), Self::Weighted(b)) => {
+                a.merge(b).map_err(|e| if a.seed() == b.seed() { twice.to_string() } else { e.to_string() })
+            }
             _ => Err("cannot merge a uniform sample with a weighted one".into()),
         }
     }
@@ -407,6 +419,9 @@ impl SampleAccumulator {
         present: impl Fn(usize) -> bool,
     ) -> Result<()> {
         let name = self.name;
+        if samplers.len() != values.len() {
+            return exec_err!("{name}: {} samplers and {} lists of values", samplers.len(), values.len());
+        }
         for row in (0..samplers.len()).filter(|&row| present(row) && samplers.is_valid(row)) {
             let fail = |e: String| DataFusionError::Execution(format!("{name}: row {row}: {e}"));
             let part = Sampler::decode(samplers.value(row), &values.value(row)).map_err(fail)?;
@@ -512,8 +527,14 @@ impl Accumulator for SampleAccumulator {
 
 /// The `sampler` and `values` columns of stored samples.
 fn stored_columns<'a>(function: &str, stored: &'a StructArray) -> Result<(&'a BinaryArray, &'a GenericListArray<i32>)> {
-    match (stored.column(0).as_binary_opt::<i32>(), stored.column(1).as_list_opt::<i32>()) {
-        (Some(samplers), Some(values)) if stored.num_columns() == 2 => Ok((samplers, values)),
+    let columns = stored.columns();
+    match columns.first().zip(columns.get(1)) {
+        Some((samplers, values)) if columns.len() == 2 => {
+            match (samplers.as_binary_opt::<i32>(), values.as_list_opt::<i32>()) {
+                (Some(samplers), Some(values)) => Ok((samplers, values)),
+                _ => exec_err!("{function}: expected stored samples, not {}", stored.data_type()),
+            }
+        }
         _ => exec_err!("{function}: expected stored samples, not {}", stored.data_type()),
     }
 }
@@ -535,8 +556,7 @@ impl ScalarUDFImpl for SketchSample {
     }
 
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        coerce_stored("sketch_sample", arg_types)?;
-        Ok(arg_types.to_vec())
+        Ok(vec![sketch_of(&coerce_stored("sketch_sample", arg_types)?)])
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
@@ -551,6 +571,9 @@ impl ScalarUDFImpl for SketchSample {
         let Some(stored) = array.as_struct_opt() else {
             return exec_err!("sketch_sample: expected stored samples, not {}", array.data_type());
         };
+        if stored.is_empty() {
+            return Ok(ColumnarValue::Array(datafusion::arrow::array::new_empty_array(&value_type)));
+        }
         let (samplers, lists) = stored_columns("sketch_sample", stored)?;
         let mut rows = Vec::with_capacity(stored.len());
         for row in 0..stored.len() {

@@ -814,11 +814,13 @@ fn sampled(answer: &ArrayRef) -> Vec<i64> {
 }
 
 /// Pearson's statistic of `counts` against `expected`, and its tolerance when the statistic
-/// is distributed as `scale · χ²(df)`: its mean plus four standard deviations,
-/// `scale · (df + 4·√(2·df))`, which a correct sampler exceeds with probability about 10^-4.
+/// is distributed as `scale · χ²(df)`: `scale` times the quantile of χ²(df) that a correct
+/// sampler exceeds with probability 10^-4, by Wilson and Hilferty's approximation
+/// `df · (1 − 2/(9·df) + z·√(2/(9·df)))³` with `z = 3.719` (160.1 for df = 99, 50.8 for 19).
 fn pearson(counts: &[u64], expected: &[f64], df: f64, scale: f64) -> (f64, f64) {
     let statistic = counts.iter().zip(expected).map(|(&c, &e)| (c as f64 - e).powi(2) / e).sum();
-    (statistic, scale * (df + 4.0 * (2.0 * df).sqrt()))
+    let v = 2.0 / (9.0 * df);
+    (statistic, scale * df * (1.0 - v + 3.719 * v.sqrt()).powi(3))
 }
 
 #[tokio::test]
@@ -915,15 +917,18 @@ async fn samples_of_rows_keep_their_columns_together_per_group() -> Result<()> {
 
 #[tokio::test]
 async fn stored_samples_roll_up_to_a_uniform_sample_of_all_days() -> Result<()> {
-    // Two days of 50 values each, a stored sample of 10 per day, their union read: each of the
-    // 100 values is in the month's sample with probability 10/100 (see the uniformity test).
+    // Two days of 20 and 80 values, a stored sample of 10 per day, their union read: each of
+    // the 100 values is in the month's sample with probability 10/100 (see the uniformity
+    // test). Days of unequal sizes: a union that took as many rows from each day would
+    // sample the short day's values four times as often.
     let (n, k, runs) = (100_usize, 10_usize, 300_u64);
     let ctx = numbers(n as i64, 3)?;
+    let day = "CASE WHEN v < 20 THEN 0 ELSE 1 END";
     let mut counts = vec![0_u64; n];
     for _ in 0..runs {
         ctx.sql("DROP TABLE IF EXISTS daily").await?.collect().await?;
         let sql =
-            format!("CREATE TABLE daily AS SELECT v / 50 AS day, sample_sketch(v, {k}) AS s FROM u GROUP BY v / 50");
+            format!("CREATE TABLE daily AS SELECT {day} AS day, sample_sketch(v, {k}) AS s FROM u GROUP BY {day}");
         ctx.sql(&sql).await?.collect().await?;
         let items = sampled(&one(&ctx, "SELECT sketch_sample(sample_union(s)) FROM daily").await?);
         assert_eq!(items.len(), k);
@@ -937,11 +942,25 @@ async fn stored_samples_roll_up_to_a_uniform_sample_of_all_days() -> Result<()> 
     // The stored sampler is the crate's: it decodes in Rust, and has seen its day's rows.
     let stored = query(&ctx, "SELECT day, s FROM daily ORDER BY day").await?;
     let s = stored[0].column(1).as_struct();
-    for row in 0..s.len() {
+    for (row, rows) in [(0, 20), (1, 80)] {
         let sampler = Reservoir::<u32>::from_bytes(s.column(0).as_binary::<i32>().value(row)).expect("a reservoir");
-        assert_eq!((sampler.seen(), sampler.len()), (50, k));
+        assert_eq!((sampler.seen(), sampler.len()), (rows, k));
         assert_eq!(s.column(1).as_list::<i32>().value(row).len(), k);
     }
+
+    // Stored in a Parquet file and read back (as BinaryView): the same samples, and they merge.
+    let dir = std::env::temp_dir().join(format!("synopses-samples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("daily.parquet");
+    let path = path.to_str().expect("a UTF-8 path");
+    ctx.sql("SELECT * FROM daily").await?.write_parquet(path, Default::default(), None).await?;
+    ctx.register_parquet("stored", path, ParquetReadOptions::default()).await?;
+    let mut from_file = sampled(&one(&ctx, "SELECT sketch_sample(sample_union(s)) FROM stored").await?);
+    let mut from_memory = sampled(&one(&ctx, "SELECT sketch_sample(sample_union(s)) FROM daily").await?);
+    from_file.sort_unstable();
+    from_memory.sort_unstable();
+    assert_eq!(from_file, from_memory);
+    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
@@ -962,6 +981,23 @@ async fn stored_samples_refuse_what_does_not_merge() -> Result<()> {
         ),
         ("SELECT sketch_sample(named_struct('sampler', X'00010203', 'values', [1, 2]))", "sketch_sample"),
     ] {
+        let message = execution_error(&ctx, sql).await;
+        assert!(message.contains(needle), "`{sql}`: {message}");
+    }
+    // A sampler whose positions name values the list does not have.
+    let mut sampler = Reservoir::<u32>::new(3, 1).expect("a size");
+    sampler.observe_all(0..10_u32);
+    for values in ["[]", "[1, 2]"] {
+        let sql = format!(
+            "SELECT sketch_sample(named_struct('sampler', X'{}', 'values', {values}))",
+            hex(&sampler.to_bytes())
+        );
+        let message = execution_error(&ctx, &sql).await;
+        assert!(message.contains("sketch_sample") && message.contains("not among"), "`{sql}`: {message}");
+    }
+    for (sql, needle) in
+        [("SELECT sample_union(s) FROM (SELECT sample_sketch(v, 5) AS s FROM u) CROSS JOIN (VALUES (1), (2))", "twice")]
+    {
         let message = execution_error(&ctx, sql).await;
         assert!(message.contains(needle), "`{sql}`: {message}");
     }

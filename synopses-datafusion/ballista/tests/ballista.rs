@@ -18,6 +18,7 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use synopses::cardinality::{HyperLogLog, UltraLogLog};
 use synopses::core::Mergeable;
 use synopses::frequency::CountMin;
+use synopses::sampling::Reservoir;
 use synopses_datafusion_ballista::{cluster, session_state};
 
 /// Files of the table, and rows in each.
@@ -154,6 +155,16 @@ async fn ballista_answers_equal_one_process() -> Result<()> {
             }
         }
     }
+
+    // The samples: random, but the rollup of the groups' stored samples has seen every
+    // non-null row, so every partial state reached the final merges.
+    let sql = "SELECT sample_union(s) FROM (SELECT g, sample_sketch(i, 4) AS s FROM t GROUP BY g)";
+    let union = rows(&remote, sql).await?;
+    let union = union.iter().find(|b| b.num_rows() > 0).expect("a row").column(0).as_struct().clone();
+    let sampler = Reservoir::<u32>::from_bytes(union.column(0).as_binary::<i32>().value(0)).expect("a reservoir");
+    let counted = rows(&local, "SELECT count(i) FROM t").await?;
+    let counted = counted[0].column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0);
+    assert_eq!((sampler.seen(), sampler.len()), (counted as u64, 4));
 
     // A foreign sketch fails on the executor, and the error, naming the function, reaches
     // the client.
