@@ -664,6 +664,32 @@ mod hostile {
                 }
             });
         }
+
+        /// Stored samples with arbitrary or damaged sampler bytes, and values lists of any
+        /// length, never panic `sketch_sample` or `sample_union`: an answer or an error.
+        #[test]
+        fn damaged_stored_samples_give_an_answer_or_an_error(noise in prop::collection::vec(any::<u8>(), 0..64),
+                                                             at in any::<usize>(), xor in 1..=255_u8, values in 0_usize..6) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+            let mut sampler = Reservoir::<u32>::new(4, 3).unwrap();
+            sampler.observe_all(0..4_u32);
+            let mut flipped = sampler.to_bytes();
+            let i = at % flipped.len();
+            flipped[i] ^= xor;
+            let list = format!("[{}]", (0..values).map(|v| v.to_string()).collect::<Vec<_>>().join(", "));
+            runtime.block_on(async {
+                let ctx = SessionContext::new();
+                synopses_datafusion::register(&ctx);
+                for bytes in [&noise, &flipped, &sampler.to_bytes()] {
+                    let stored = format!("named_struct('sampler', X'{}', 'values', {list})", hex(bytes));
+                    for sql in [format!("SELECT sketch_sample({stored})"), format!("SELECT sample_union(s) FROM (SELECT {stored} AS s)")] {
+                        if let Ok(df) = ctx.sql(&sql).await {
+                            let _ = df.collect().await;
+                        }
+                    }
+                }
+            });
+        }
     }
 }
 
