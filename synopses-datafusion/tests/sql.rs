@@ -841,12 +841,19 @@ fn sampled(answer: &ArrayRef) -> Vec<i64> {
 
 /// Pearson's statistic of `counts` against `expected`, and its tolerance when the statistic
 /// is distributed as `scale · χ²(df)`: `scale` times the quantile of χ²(df) that a correct
-/// sampler exceeds with probability 10^-4, by Wilson and Hilferty's approximation
-/// `df · (1 − 2/(9·df) + z·√(2/(9·df)))³` with `z = 3.719` (160.1 for df = 99, 50.8 for 19).
+/// sampler exceeds with probability 10^-6, by Wilson and Hilferty's approximation
+/// `df · (1 − 2/(9·df) + z·√(2/(9·df)))³` with `z = 4.753` (181 for df = 99, 64 for 19).
+///
+/// These tests cannot fix a seed: the SQL samplers seed every partial aggregate from the
+/// operating system (DataFusion does not say which partition an aggregate runs in). So the
+/// tail is set far out, 10^-6 per check and about 5·10^-6 per run of the five checks, where a
+/// broken merge (one part's sample only) or a union that takes as many rows from each part
+/// exceeds it by an order of magnitude (measured: every sample test fails when parts are not
+/// merged).
 fn pearson(counts: &[u64], expected: &[f64], df: f64, scale: f64) -> (f64, f64) {
     let statistic = counts.iter().zip(expected).map(|(&c, &e)| (c as f64 - e).powi(2) / e).sum();
     let v = 2.0 / (9.0 * df);
-    (statistic, scale * df * (1.0 - v + 3.719 * v.sqrt()).powi(3))
+    (statistic, scale * df * (1.0 - v + 4.753 * v.sqrt()).powi(3))
 }
 
 #[tokio::test]
