@@ -56,7 +56,7 @@ use datasketches::hll::{HllSketch, HllType, HllUnion};
 use hyperloglogplus::{HyperLogLog as _, HyperLogLogPlus};
 use streaming_algorithms::HyperLogLog as SaHyperLogLog;
 use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
-use synopses::hash::{DEFAULT_SEED, Hashable};
+use synopses::hash::{DEFAULT_SEED, Hashable, hash_words};
 use ultraloglog::Estimator as _;
 use wyhash::WyHash;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -211,6 +211,18 @@ fn hllpp<T: std::hash::Hash + ?Sized>(p: u8) -> HyperLogLogPlus<T, RandomState> 
 /// `CardinalityEstimator` takes its precision as a const generic, so each precision is a type.
 type Ce<T, const P: usize> = CardinalityEstimator<T, WyHash, P, 6>;
 
+/// Hands `f` the hashes (under [`DEFAULT_SEED`]) of `items`, 256 at a time, hashed together by
+/// [`hash_words`]: how a column of numbers is best fed to a sketch.
+fn in_hashed_chunks(items: &[u64], mut f: impl FnMut(&[u64])) {
+    let mut buffer = [0_u64; 256];
+    for chunk in items.chunks(buffer.len()) {
+        let hashes = &mut buffer[..chunk.len()];
+        hashes.copy_from_slice(chunk);
+        hash_words(hashes, DEFAULT_SEED);
+        f(hashes);
+    }
+}
+
 fn bench_observe_u64(c: &mut Criterion) {
     let items = &data().u64s[..];
     let mut g = big_group(c, "hll/observe_u64");
@@ -226,8 +238,28 @@ fn bench_observe_u64(c: &mut Criterion) {
                 *acc ^= xxh3_64_with_seed(&x.to_le_bytes(), DEFAULT_SEED);
             },
         );
+        observe_all_case(
+            &mut g,
+            p,
+            "xxh3_floor_hash_words",
+            items,
+            || 0u64,
+            |acc, xs| {
+                in_hashed_chunks(xs, |hashes| *acc ^= hashes.iter().fold(0, |a, h| a ^ h));
+            },
+        );
         observe_case(&mut g, p, "synopses", items, || synopses_hll(p), |s, x| s.observe(*x));
         observe_all_case(&mut g, p, "synopses_observe_all", items, || synopses_hll(p), |s, xs| s.observe_all(xs));
+        observe_all_case(
+            &mut g,
+            p,
+            "synopses_hash_words",
+            items,
+            || synopses_hll(p),
+            |s, xs| {
+                in_hashed_chunks(xs, |hashes| s.observe_hashes(hashes.iter().copied()));
+            },
+        );
         observe_case(&mut g, p, "datasketches_hll4", items, || ds_hll(p, HllType::Hll4), |s, x| s.update(*x));
         observe_case(&mut g, p, "datasketches_hll8", items, || ds_hll(p, HllType::Hll8), |s, x| s.update(*x));
         observe_case(&mut g, p, "datasketches_cpc", items, || ds_cpc(p), |s, x| s.update(*x));
@@ -617,6 +649,16 @@ fn bench_ull_ell_observe(c: &mut Criterion) {
     for p in PRECISIONS {
         observe_case(&mut g, p, "ultraloglog", items, || ull(p), |s, x| s.observe(*x));
         observe_all_case(&mut g, p, "ultraloglog_observe_all", items, || ull(p), |s, xs| s.observe_all(xs));
+        observe_all_case(
+            &mut g,
+            p,
+            "ultraloglog_hash_words",
+            items,
+            || ull(p),
+            |s, xs| {
+                in_hashed_chunks(xs, |hashes| s.observe_hashes(hashes.iter().copied()));
+            },
+        );
         observe_case(&mut g, p, "exaloglog", items, || ell(p), |s, x| s.observe(*x));
         observe_all_case(&mut g, p, "exaloglog_observe_all", items, || ell(p), |s, xs| s.observe_all(xs));
         observe_case(&mut g, p, "crate_ultraloglog", items, || CrateUll::new(p), |s, x| s.observe(*x));

@@ -153,9 +153,53 @@ impl<R: Cell> Core<R> {
         // the same late. UltraLogLog's loop, whose updates are rarer, is faster with them out
         // of line, as in `observe`.
         let inline_update = R::FIXED.is_none();
-        for hash in hashes {
-            let (index, k) = shape.locate(hash);
-            self.observe_value(shape, index, k, inline_update);
+        // The probability that the next item changes a register is the unseen mass over
+        // `2^(64 + p)` (the martingale's increment is its inverse).
+        let often_changed = self.unseen >> (64 + u32::from(shape.p) - 3) != 0;
+        if inline_update || !often_changed {
+            for hash in hashes {
+                let (index, k) = shape.locate(hash);
+                self.observe_value(shape, index, k, inline_update);
+            }
+            return;
+        }
+        // UltraLogLog while at least one item in 8 changes a register (its first 9 items per
+        // register, measured): in blocks of 64 items, first the branch-free test of each (does it
+        // change its register?), then the updates of those in order. A register only learns,
+        // so an item that leaves the block's first registers as they are leaves them after the
+        // block's earlier updates too; the others are tested again as they come. The test
+        // loop has no branch to mispredict, so its loads overlap even when the registers have
+        // left the cache (a group's sketch under `GROUP BY`); a sketch whose items seldom
+        // change it predicts its branch well, and takes the one-pass loop above.
+        let mut hashes = hashes;
+        loop {
+            let mut block = [0_u64; 64];
+            let (mut len, mut changes) = (0, 0_u64);
+            let registers = &self.registers[..];
+            for (slot, hash) in block.iter_mut().zip(&mut hashes) {
+                let (index, k) = shape.locate(hash);
+                *slot = hash;
+                let changes_it = registers.get(index).is_some_and(|&old| !Self::leaves(shape, old, k));
+                changes |= u64::from(changes_it) << len;
+                len += 1;
+            }
+            while changes != 0 {
+                let (index, k) = shape.locate(block[changes.trailing_zeros() as usize]);
+                changes &= changes - 1;
+                self.observe_value(shape, index, k, false);
+            }
+            if len < block.len() {
+                return;
+            }
+        }
+    }
+
+    /// Whether value `k` leaves register `old` as it is.
+    #[inline(always)]
+    fn leaves(shape: Shape, old: R, k: u32) -> bool {
+        match R::FIXED {
+            Some((0, 2)) => ULL_CHANGES[old.get() as usize & 255] >> k & 1 == 0,
+            _ => shape.leaves(old.get(), k),
         }
     }
 
@@ -173,11 +217,7 @@ impl<R: Cell> Core<R> {
     #[inline(always)]
     fn observe_value(&mut self, shape: Shape, index: usize, k: u32, inline_update: bool) {
         let Some(&old) = self.registers.get(index) else { return };
-        let unchanged = match R::FIXED {
-            Some((0, 2)) => ULL_CHANGES[old.get() as usize & 255] >> k & 1 == 0,
-            _ => shape.leaves(old.get(), k),
-        };
-        if !unchanged {
+        if !Self::leaves(shape, old, k) {
             if inline_update { self.update_in(shape, index, k) } else { self.update(shape, index, k) }
         }
     }

@@ -100,13 +100,15 @@ pub(crate) trait Lifecycle: Clone {
 
     /// Observes `hashes` while the sketch stays sparse (the caller goes on with the rest,
     /// dense): the updates of [`add_entry`](Self::add_entry) on each hash's `entry`, in order.
-    /// In blocks whose entries are all computed before the first is inserted, so that the
-    /// hashing of the next items does not wait behind a mispredicted probe of the table.
+    /// In blocks of 64 whose entries are all computed before the first is inserted, so that
+    /// the hashing of the next items does not wait behind a mispredicted probe of the table,
+    /// and the table's insert can read the block's home slots ahead
+    /// ([`Sparse::insert_while_room`](super::sparse::Sparse::insert_while_room)).
     /// Items of a block that arrive after the sketch turned dense take the dense path through
     /// `add_entry`.
     #[inline]
     fn observe_while_sparse(&mut self, hashes: &mut impl Iterator<Item = u64>, entry: impl Fn(u64) -> u32) {
-        const BLOCK: usize = 16;
+        const BLOCK: usize = 64;
         let mut block = [0_u32; BLOCK];
         while self.sparse().is_some() {
             let mut filled = 0;

@@ -22,6 +22,31 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 const FUNCTIONS: [&str; 4] = ["approx_distinct", "distinct_count", "distinct_count_hll", "distinct_count_ell"];
 
+/// Rounds of the timings. Each round runs every query of a row once, in turn, so that a
+/// slow spell of the machine (two shared cores here) falls on all of them alike.
+const ROUNDS: usize = 15;
+
+/// Each query's median and best time over [`ROUNDS`] interleaved rounds, as "median (best)"
+/// in ms.
+async fn timed(ctx: &SessionContext, queries: &[String]) -> Result<Vec<String>> {
+    let mut times = vec![Vec::with_capacity(ROUNDS); queries.len()];
+    for _ in 0..ROUNDS {
+        for (sql, times) in queries.iter().zip(&mut times) {
+            let start = Instant::now();
+            let batches = ctx.sql(sql).await?.collect().await?;
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+            assert!(batches.iter().map(RecordBatch::num_rows).sum::<usize>() > 0);
+        }
+    }
+    Ok(times
+        .into_iter()
+        .map(|mut t| {
+            t.sort_by(f64::total_cmp);
+            format!("{:.1} ({:.1})", t[t.len() / 2], t[0])
+        })
+        .collect())
+}
+
 /// splitmix64 from `state`: a portable, seeded stream of 64-bit values.
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -106,47 +131,31 @@ async fn main() -> Result<()> {
         bytes[2] / groups_seen
     );
 
-    println!("\nTime of one query over the {rows} rows (ms, best of 5):\n");
+    println!("\nTime of one query over the {rows} rows (ms, median and best of {ROUNDS} interleaved rounds):\n");
     println!("| query | {} |", FUNCTIONS.join(" | "));
     println!("|---|---|---|---|---|");
     for (label, suffix) in [("no groups", ""), ("1 000 groups", " GROUP BY g")] {
-        let mut best = Vec::new();
-        for function in FUNCTIONS {
-            let sql = format!("SELECT {function}(x) FROM t{suffix}");
-            let mut fastest = f64::INFINITY;
-            for _ in 0..5 {
-                let start = Instant::now();
-                let batches = ctx.sql(&sql).await?.collect().await?;
-                fastest = fastest.min(start.elapsed().as_secs_f64() * 1e3);
-                assert!(batches.iter().map(RecordBatch::num_rows).sum::<usize>() > 0);
-            }
-            best.push(format!("{fastest:.1}"));
-        }
-        println!("| {label} | {} |", best.join(" | "));
+        let queries: Vec<String> = FUNCTIONS.iter().map(|f| format!("SELECT {f}(x) FROM t{suffix}")).collect();
+        let cells = timed(&ctx, &queries).await?;
+        println!("| {label} | {} |", cells.join(" | "));
     }
     // The rollup: 30 stored daily sketches merged, against rescanning the month's rows.
     ctx.sql("CREATE TABLE daily AS SELECT g % 30 AS day, ull_sketch(x) AS users FROM t GROUP BY g % 30")
         .await?
         .collect()
         .await?;
-    println!("\nThe month's distinct count (ms, best of 5): 30 stored daily sketches merged, or the rows rescanned:\n");
+    println!(
+        "\nThe month's distinct count (ms, median and best of {ROUNDS} interleaved rounds): 30 stored daily \
+         sketches merged, or the rows rescanned:\n"
+    );
     println!("| sketch_union of 30 daily ull_sketch | distinct_count over the rows | approx_distinct over the rows |");
     println!("|---|---|---|");
-    let mut best = Vec::new();
-    for sql in [
-        "SELECT sketch_estimate(sketch_union(users)) FROM daily",
-        "SELECT distinct_count(x) FROM t",
-        "SELECT approx_distinct(x) FROM t",
-    ] {
-        let mut fastest = f64::INFINITY;
-        for _ in 0..5 {
-            let start = Instant::now();
-            ctx.sql(sql).await?.collect().await?;
-            fastest = fastest.min(start.elapsed().as_secs_f64() * 1e3);
-        }
-        best.push(format!("{fastest:.2}"));
-    }
-    println!("| {} |", best.join(" | "));
+    let queries = [
+        "SELECT sketch_estimate(sketch_union(users)) FROM daily".to_string(),
+        "SELECT distinct_count(x) FROM t".to_string(),
+        "SELECT approx_distinct(x) FROM t".to_string(),
+    ];
+    println!("| {} |", timed(&ctx, &queries).await?.join(" | "));
     let exact = ctx.sql("SELECT COUNT(DISTINCT x) FROM t").await?.collect().await?;
     let exact = exact[0].column(0).as_primitive::<Int64Type>().value(0);
     println!("\n(The table holds {exact} distinct values.)");

@@ -16,7 +16,7 @@ use datafusion::logical_expr::{
 use datafusion::physical_expr::expressions::Literal;
 
 use crate::sketch::{Kind, Param, Sketch};
-use crate::values::{for_each_hash, supported, unsupported};
+use crate::values::{HashSink, for_each_hash, supported, unsupported};
 
 /// What an aggregate over values returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,7 +168,7 @@ impl AggregateUDFImpl for SketchValues {
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let sketch = sketch_of(&self.name, self.kind, &args)?;
-        Ok(Box::new(ValuesAccumulator { name: self.name.clone(), output: self.output, sketch }))
+        Ok(Box::new(ValuesAccumulator { name: self.name.clone(), output: self.output, sketch, hashes: Vec::new() }))
     }
 
     fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
@@ -201,6 +201,38 @@ struct ValuesAccumulator {
     name: String,
     output: Output,
     sketch: Sketch,
+    /// Scratch of `update_batch`: hashes that come one at a time, gathered for the sketch's
+    /// batch loop (kept between batches, so that a batch allocates nothing).
+    hashes: Vec<u64>,
+}
+
+/// Feeds a batch's hashes to a sketch in row order: a run of hashes straight through the
+/// sketch's batch loop, single hashes gathered in `pending` first (one call of the batch loop
+/// per batch, not one dispatch per value).
+struct Feed<'a> {
+    sketch: &'a mut Sketch,
+    pending: &'a mut Vec<u64>,
+}
+
+impl Feed<'_> {
+    /// Observes the gathered hashes.
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            self.sketch.observe_hashes(self.pending);
+            self.pending.clear();
+        }
+    }
+}
+
+impl HashSink for Feed<'_> {
+    fn one(&mut self, _row: usize, hash: u64) {
+        self.pending.push(hash);
+    }
+
+    fn run(&mut self, _first: usize, hashes: &[u64]) {
+        self.flush();
+        self.sketch.observe_hashes(hashes);
+    }
 }
 
 /// Merges every non-null sketch of a `Binary` column into `into` (`None` takes the first).
@@ -223,9 +255,9 @@ fn merge_column(function: &str, column: &ArrayRef, into: &mut Option<Sketch>) ->
 impl Accumulator for ValuesAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         let Some(values) = values.first() else { return Ok(()) };
-        let mut hashes = Vec::with_capacity(values.len());
-        for_each_hash(values.as_ref(), self.sketch.seed(), &mut |_, hash| hashes.push(hash))?;
-        self.sketch.observe_hashes(&hashes);
+        let mut sink = Feed { sketch: &mut self.sketch, pending: &mut self.hashes };
+        for_each_hash(values.as_ref(), sink.sketch.seed(), &mut sink)?;
+        sink.flush();
         Ok(())
     }
 
@@ -237,7 +269,7 @@ impl Accumulator for ValuesAccumulator {
     }
 
     fn size(&self) -> usize {
-        size_of_val(self) + self.sketch.size()
+        size_of_val(self) + self.sketch.size() + self.hashes.capacity() * size_of::<u64>()
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {

@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::{
     UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use datafusion::common::{DataFusionError, Result, exec_err};
-use synopses::hash::Hashable;
+use synopses::hash::{Hashable, hash_words};
 
 /// Whether the values of `data_type` can be hashed (the table of the crate docs).
 pub(crate) fn supported(data_type: &DataType) -> bool {
@@ -39,37 +39,82 @@ fn canonical(x: f64) -> f64 {
     }
 }
 
-/// Calls `f` with the row and the hash under `seed` of every non-null value of `array`, in row
+/// Where [`for_each_hash`] delivers the hashes: one row at a time, or a run of consecutive
+/// rows at once (a chunk of a column without NULLs). A closure `FnMut(row, hash)` is a sink.
+pub(crate) trait HashSink {
+    /// The hash of the value in `row`.
+    fn one(&mut self, row: usize, hash: u64);
+
+    /// The hashes of the values in rows `first`, `first + 1`, ..., all non-null: by default
+    /// [`one`](Self::one) for each.
+    #[inline]
+    fn run(&mut self, first: usize, hashes: &[u64]) {
+        hashes.iter().enumerate().for_each(|(i, &hash)| self.one(first + i, hash));
+    }
+}
+
+impl<F: FnMut(usize, u64)> HashSink for F {
+    #[inline]
+    fn one(&mut self, row: usize, hash: u64) {
+        self(row, hash);
+    }
+}
+
+/// Gives `f` the row and the hash under `seed` of every non-null value of `array`, in row
 /// order.
 ///
 /// # Errors
 ///
 /// A type outside the table of the crate docs (the planner refuses those first).
-pub(crate) fn for_each_hash(array: &dyn Array, seed: u64, f: &mut impl FnMut(usize, u64)) -> Result<()> {
+pub(crate) fn for_each_hash(array: &dyn Array, seed: u64, f: &mut impl HashSink) -> Result<()> {
     /// Each non-null value's row and hash, from an iterator of optional values.
-    fn rows<V>(values: impl Iterator<Item = Option<V>>, f: &mut impl FnMut(usize, u64), hash: impl Fn(V) -> u64) {
+    fn rows<V>(values: impl Iterator<Item = Option<V>>, f: &mut impl HashSink, hash: impl Fn(V) -> u64) {
         for (row, value) in values.enumerate() {
             if let Some(value) = value {
-                f(row, hash(value));
+                f.one(row, hash(value));
             }
         }
     }
-    /// The values of a primitive array, by the Rust type its native values convert to.
-    fn primitive<T: ArrowPrimitiveType>(
+    /// The values of a primitive array whose values encode as one word each (see
+    /// [`hash_words`]): `word` gives a value's word. A chunk of words is hashed at once, on the
+    /// stack; a NULL's slot is hashed with the others (its value is some number) and skipped.
+    fn words<T: ArrowPrimitiveType>(
         array: &dyn Array,
-        f: &mut impl FnMut(usize, u64),
-        hash: impl Fn(T::Native) -> u64,
+        seed: u64,
+        f: &mut impl HashSink,
+        word: impl Fn(T::Native) -> u64,
     ) {
+        const CHUNK: usize = 256;
         let array = array.as_primitive::<T>();
-        if array.null_count() == 0 {
-            array.values().iter().enumerate().for_each(|(row, &v)| f(row, hash(v)));
-        } else {
-            rows(array.iter(), f, hash);
+        let nulls = array.logical_nulls().filter(|nulls| nulls.null_count() > 0);
+        let mut buffer = [0_u64; CHUNK];
+        for (chunk, values) in array.values().chunks(CHUNK).enumerate() {
+            let first = chunk * CHUNK;
+            let hashes = &mut buffer[..values.len()];
+            hashes.iter_mut().zip(values).for_each(|(h, &v)| *h = word(v));
+            hash_words(hashes, seed);
+            match &nulls {
+                None => f.run(first, hashes),
+                Some(nulls) => {
+                    for (i, &h) in hashes.iter().enumerate() {
+                        if nulls.is_valid(first + i) {
+                            f.one(first + i, h);
+                        }
+                    }
+                }
+            }
         }
     }
-    macro_rules! hash_primitive {
+    /// A signed type's word: the value sign-extended to 64 bits, as `Hashable` encodes it.
+    macro_rules! signed {
         ($t:ty) => {
-            primitive::<$t>(array, f, |v| v.hash64(seed))
+            words::<$t>(array, seed, f, |v| i64::from(v) as u64)
+        };
+    }
+    /// An unsigned type's word: the value zero-extended to 64 bits.
+    macro_rules! unsigned {
+        ($t:ty) => {
+            words::<$t>(array, seed, f, u64::from)
         };
     }
     let (text, bytes) = (|v: &str| v.hash64(seed), |v: &[u8]| v.hash64(seed));
@@ -77,31 +122,31 @@ pub(crate) fn for_each_hash(array: &dyn Array, seed: u64, f: &mut impl FnMut(usi
     match array.data_type() {
         Null => {}
         Boolean => rows(array.as_boolean().iter(), f, |v: bool| v.hash64(seed)),
-        Int8 => hash_primitive!(Int8Type),
-        Int16 => hash_primitive!(Int16Type),
-        Int32 => hash_primitive!(Int32Type),
-        Int64 => hash_primitive!(Int64Type),
-        UInt8 => hash_primitive!(UInt8Type),
-        UInt16 => hash_primitive!(UInt16Type),
-        UInt32 => hash_primitive!(UInt32Type),
-        UInt64 => hash_primitive!(UInt64Type),
-        Float32 => primitive::<Float32Type>(array, f, |v| (canonical(f64::from(v)) as f32).to_bits().hash64(seed)),
-        Float64 => primitive::<Float64Type>(array, f, |v| canonical(v).to_bits().hash64(seed)),
-        Date32 => hash_primitive!(Date32Type),
-        Date64 => hash_primitive!(Date64Type),
-        Time32(TimeUnit::Second) => hash_primitive!(Time32SecondType),
-        Time32(_) => hash_primitive!(Time32MillisecondType),
-        Time64(TimeUnit::Microsecond) => hash_primitive!(Time64MicrosecondType),
-        Time64(_) => hash_primitive!(Time64NanosecondType),
-        Timestamp(TimeUnit::Second, _) => hash_primitive!(TimestampSecondType),
-        Timestamp(TimeUnit::Millisecond, _) => hash_primitive!(TimestampMillisecondType),
-        Timestamp(TimeUnit::Microsecond, _) => hash_primitive!(TimestampMicrosecondType),
-        Timestamp(TimeUnit::Nanosecond, _) => hash_primitive!(TimestampNanosecondType),
-        Duration(TimeUnit::Second) => hash_primitive!(DurationSecondType),
-        Duration(TimeUnit::Millisecond) => hash_primitive!(DurationMillisecondType),
-        Duration(TimeUnit::Microsecond) => hash_primitive!(DurationMicrosecondType),
-        Duration(TimeUnit::Nanosecond) => hash_primitive!(DurationNanosecondType),
-        Decimal128(_, _) => hash_primitive!(Decimal128Type),
+        Int8 => signed!(Int8Type),
+        Int16 => signed!(Int16Type),
+        Int32 => signed!(Int32Type),
+        Int64 => signed!(Int64Type),
+        UInt8 => unsigned!(UInt8Type),
+        UInt16 => unsigned!(UInt16Type),
+        UInt32 => unsigned!(UInt32Type),
+        UInt64 => unsigned!(UInt64Type),
+        Float32 => words::<Float32Type>(array, seed, f, |v| u64::from((canonical(f64::from(v)) as f32).to_bits())),
+        Float64 => words::<Float64Type>(array, seed, f, |v| canonical(v).to_bits()),
+        Date32 => signed!(Date32Type),
+        Date64 => signed!(Date64Type),
+        Time32(TimeUnit::Second) => signed!(Time32SecondType),
+        Time32(_) => signed!(Time32MillisecondType),
+        Time64(TimeUnit::Microsecond) => signed!(Time64MicrosecondType),
+        Time64(_) => signed!(Time64NanosecondType),
+        Timestamp(TimeUnit::Second, _) => signed!(TimestampSecondType),
+        Timestamp(TimeUnit::Millisecond, _) => signed!(TimestampMillisecondType),
+        Timestamp(TimeUnit::Microsecond, _) => signed!(TimestampMicrosecondType),
+        Timestamp(TimeUnit::Nanosecond, _) => signed!(TimestampNanosecondType),
+        Duration(TimeUnit::Second) => signed!(DurationSecondType),
+        Duration(TimeUnit::Millisecond) => signed!(DurationMillisecondType),
+        Duration(TimeUnit::Microsecond) => signed!(DurationMicrosecondType),
+        Duration(TimeUnit::Nanosecond) => signed!(DurationNanosecondType),
+        Decimal128(_, _) => rows(array.as_primitive::<Decimal128Type>().iter(), f, |v: i128| v.hash64(seed)),
         Utf8 => rows(array.as_string::<i32>().iter(), f, text),
         LargeUtf8 => rows(array.as_string::<i64>().iter(), f, text),
         Utf8View => rows(array.as_string_view().iter(), f, text),
@@ -129,7 +174,7 @@ pub(crate) fn for_each_hash(array: &dyn Array, seed: u64, f: &mut impl FnMut(usi
                     continue;
                 }
                 if let Some(Some(h)) = hashes.get(key) {
-                    f(row, *h);
+                    f.one(row, *h);
                 }
             }
         }
