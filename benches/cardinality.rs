@@ -56,6 +56,7 @@ use datasketches::hll::{HllSketch, HllType, HllUnion};
 use hyperloglogplus::{HyperLogLog as _, HyperLogLogPlus};
 use streaming_algorithms::HyperLogLog as SaHyperLogLog;
 use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
+use synopses::formats::RedisHyperLogLog;
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_words};
 use ultraloglog::Estimator as _;
 use wyhash::WyHash;
@@ -918,6 +919,36 @@ fn bench_fresh(c: &mut Criterion) {
     g.finish();
 }
 
+/// Redis's HyperLogLog (`formats::RedisHyperLogLog`, 16 384 registers): adding strings (against
+/// the crate's HyperLogLog at p = 14 and DataSketches' HLL_8 on the same strings), `PFCOUNT`'s
+/// count, and its string both ways, sparse (1 000 strings) and dense (all of them).
+fn bench_redis(c: &mut Criterion) {
+    let strs = &data().strs;
+    let mut g = big_group(c, "redis/observe_str");
+    g.throughput(Throughput::Elements(strs.len() as u64));
+    observe_case(&mut g, 14, "redis_hyperloglog", strs, RedisHyperLogLog::new, |s, x| {
+        s.observe(x);
+    });
+    observe_case(&mut g, 14, "synopses_hyperloglog", strs, || synopses_hll(14), |s, x| s.observe(x.as_str()));
+    observe_case(&mut g, 14, "datasketches_hll8", strs, || ds_hll(14, HllType::Hll8), |s, x| s.update(x.as_str()));
+    g.finish();
+
+    let mut g = c.benchmark_group("redis/bytes");
+    for (label, n) in [("sparse_1000", 1_000), ("dense_1000000", strs.len())] {
+        let mut hll = RedisHyperLogLog::new();
+        strs[..n].iter().for_each(|x| {
+            hll.observe(x);
+        });
+        let bytes = hll.to_bytes();
+        g.bench_function(id(label, "count"), |b| b.iter(|| black_box(&hll).count()));
+        g.bench_function(id(label, "to_bytes"), |b| b.iter(|| black_box(&hll).to_bytes()));
+        g.bench_function(id(label, "from_bytes"), |b| {
+            b.iter(|| RedisHyperLogLog::from_bytes(black_box(&bytes)).expect("its own string"))
+        });
+    }
+    g.finish();
+}
+
 /// The sketches of the `fresh` group, behind one `observe_all`.
 enum Sketch {
     Hll(HyperLogLog),
@@ -948,6 +979,7 @@ criterion_group!(
     bench_ull_ell_observe_steady,
     bench_ull_ell_estimate,
     bench_ull_ell_merge,
-    bench_fresh
+    bench_fresh,
+    bench_redis
 );
 criterion_main!(benches);

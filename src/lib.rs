@@ -45,6 +45,7 @@
 //! | the total weight of any subset, decided later | [`sampling::PrioritySample`] | unbiased, with an unbiased variance estimate | `k + 1` items and weights |
 //! | keep up with an overloaded stream | [`shedding::LoadShedder`] in front of any of them | unbiased counts and sums ([`shedding::HorvitzThompson`]) with their variance | that of the operator behind it |
 //! | any of these over the last N items, or the last hour of event time | [`stream::CountWindow`], [`stream::TimeWindow`] around any mergeable one | that of one synopsis over the window's items | `panes + 3` synopses, plus the panes open for late items |
+//! | a Redis HyperLogLog (`PFADD`, `PFCOUNT`, `PFMERGE`): read, update, merge, write back | [`formats::RedisHyperLogLog`] | `1.04/√16 384` = 0.81 %, `PFCOUNT`'s own number | 12 304 bytes dense, less sparse (Redis's string) |
 //!
 //! # Merging and parallel partitions
 //!
@@ -179,6 +180,7 @@
 pub mod cardinality;
 pub mod codec;
 pub mod core;
+pub mod formats;
 pub mod frequency;
 pub mod hash;
 pub mod membership;

@@ -145,7 +145,7 @@ pub(crate) fn ertl_estimate(m: u32, q: u32, zeros: u32, saturated: u32, middle: 
 }
 
 /// `σ(x) = x + Σ_{k≥1} x^(2^k) · 2^(k-1)`, summed until it stops changing; `x < 1`.
-fn sigma(mut x: f64) -> f64 {
+pub(crate) fn sigma(mut x: f64) -> f64 {
     if x >= 1.0 {
         return f64::INFINITY;
     }
@@ -163,7 +163,7 @@ fn sigma(mut x: f64) -> f64 {
 }
 
 /// `τ(x) = (1 - x - Σ_{k≥1} (1 - x^(2^-k))² · 2^-k) / 3`, summed until it stops changing.
-fn tau(mut x: f64) -> f64 {
+pub(crate) fn tau(mut x: f64) -> f64 {
     if x <= 0.0 || x >= 1.0 {
         return 0.0;
     }

@@ -310,7 +310,7 @@
 //! * D. Ting. *Streamed approximate counting of distinct elements.* KDD 2014; E. Cohen.
 //!   *All-distances sketches, revisited: HIP estimators for massive graphs analysis.* 2015.
 
-mod estimators;
+pub(crate) mod estimators;
 mod exaloglog;
 mod flajolet_martin;
 mod history;
@@ -318,7 +318,7 @@ mod history_codec;
 mod hyperloglog;
 mod lifecycle;
 mod optimal;
-mod register_sums;
+pub(crate) mod register_sums;
 mod registers;
 mod sparse;
 mod tally;

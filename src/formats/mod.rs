@@ -1,0 +1,15 @@
+//! Other systems' sketches, byte for byte: read them, update them the way their system does,
+//! merge them, and write them back for that system to use.
+//!
+//! | type | system | what is compatible |
+//! |---|---|---|
+//! | [`RedisHyperLogLog`] | Redis (`PFADD`, `PFCOUNT`, `PFMERGE`; the value `GET` returns) | the string value, dense and sparse; Redis's hash of an element's bytes; `PFCOUNT`'s estimate, exactly |
+//!
+//! These types keep their system's hash, not the crate's seeded xxh3 (see [`crate::hash`]): an
+//! element observed here lands where that system puts it, so the sketches merge with the
+//! system's own. The price is that they do not merge with the crate's sketches, whose
+//! registers come from another hash.
+
+pub mod redis;
+
+pub use redis::RedisHyperLogLog;
