@@ -201,6 +201,9 @@ impl RedisHyperLogLog {
     }
 
     /// The estimated number of distinct elements: what `PFCOUNT` answers for these registers.
+    /// (A dense string can hold registers above 51, which no `PFADD` writes; every register at
+    /// 51 or above leaves the estimator's denominator at 0, where Redis's answer is undefined
+    /// and this one is `u64::MAX`.)
     ///
     /// ```
     /// use synopses::formats::RedisHyperLogLog;
