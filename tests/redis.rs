@@ -340,3 +340,35 @@ mod laws {
         }
     }
 }
+
+#[test]
+fn the_crates_hyperloglog_holds_redis_registers_both_ways() {
+    use synopses::cardinality::HyperLogLog;
+    use synopses::formats::redis::{HYPERLOGLOG_SEED, hyperloglog_hash};
+
+    let (cases, _) = manifest();
+    for case in &cases {
+        let stored = RedisHyperLogLog::from_bytes(&fixture(&case.name)).expect("a fixture");
+        // Fed Redis's hashes, rotated: Redis's registers, sparse or dense.
+        let mut fed = HyperLogLog::with_seed(14, HYPERLOGLOG_SEED).expect("precision 14");
+        elements(&case.kind, case.n).iter().for_each(|e| fed.observe_hash(hyperloglog_hash(e)));
+        assert_eq!(RedisHyperLogLog::from_hyperloglog(&fed).expect("Redis's registers"), stored, "{}", case.name);
+        // And back: the converted sketch converts to the same Redis sketch, and estimates within
+        // a few standard errors of PFCOUNT.
+        let converted = stored.to_hyperloglog().expect("registers of at most 51");
+        assert_eq!(RedisHyperLogLog::from_hyperloglog(&converted).expect("converts back"), stored);
+        let sigma = 1.04 / 128.0;
+        assert!((converted.estimate() - stored.count() as f64).abs() <= 3.0 * sigma * stored.count() as f64 + 1.0);
+        // Never merged with a sketch of the crate's own hash.
+        let mut own = HyperLogLog::new(14).expect("precision 14");
+        own.observe(case.n);
+        assert_eq!(own.merge(&converted).map_err(|e| e.parameter()), Err("seed"));
+    }
+    // Another precision or seed does not convert; a crafted register above 51 does not either.
+    let wrong_p = HyperLogLog::with_seed(12, HYPERLOGLOG_SEED).expect("precision 12");
+    assert_eq!(RedisHyperLogLog::from_hyperloglog(&wrong_p).map_err(|e| e.parameter()), Err("precision"));
+    let mut crafted = RedisHyperLogLog::new().to_dense_bytes();
+    crafted[16] = 60;
+    let crafted = RedisHyperLogLog::from_bytes(&crafted).expect("Redis accepts it too");
+    assert_eq!(crafted.to_hyperloglog().map_err(|e| e.parameter()), Err("register"));
+}

@@ -562,6 +562,18 @@ impl HyperLogLog {
         hll
     }
 
+    /// The registers of the dense form (the sparse form's, densified), for conversions.
+    pub(crate) fn dense_registers(&self) -> Vec<u8> {
+        let mut dense = self.clone();
+        if dense.is_sparse() {
+            dense.densify(None);
+        }
+        match dense.repr {
+            Repr::Dense(d) => d.registers.into_vec(),
+            Repr::Sparse(_) => vec![0; 1 << self.precision()],
+        }
+    }
+
     /// The sparse sketch of these entries (no more than its sparse mode holds: those of a
     /// sparse [`UltraLogLog`](super::UltraLogLog) of the same precision, whose sparse mode is
     /// the same size).

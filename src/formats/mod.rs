@@ -3,7 +3,7 @@
 //!
 //! | type | system | what is compatible |
 //! |---|---|---|
-//! | [`RedisHyperLogLog`] | Redis (`PFADD`, `PFCOUNT`, `PFMERGE`; the value `GET` returns) | the string value, dense and sparse; Redis's hash of an element's bytes; `PFCOUNT`'s estimate, exactly |
+//! | [`RedisHyperLogLog`] | Redis (`PFADD`, `PFCOUNT`, `PFMERGE`; the value `GET` returns) | the string value, dense and sparse; Redis's hash of an element's bytes; `PFCOUNT`'s estimate, exactly; to and from the crate's [`HyperLogLog`](crate::cardinality::HyperLogLog) at precision 14 |
 //!
 //! These types keep their system's hash, not the crate's seeded xxh3 (see [`crate::hash`]): an
 //! element observed here lands where that system puts it, so the sketches merge with the

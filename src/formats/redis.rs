@@ -60,6 +60,16 @@
 //! never fails. It does not merge with the crate's own sketches, whose registers come from
 //! another hash.
 //!
+//! # The crate's HyperLogLog
+//!
+//! The crate's [`HyperLogLog`] at precision 14 can hold Redis's registers exactly: it reads
+//! the register index from the top of a hash and the rank from the trailing zeros of the rest,
+//! so Redis's hash rotated right by 14 bits ([`hyperloglog_hash`]) lands where Redis puts it.
+//! [`to_hyperloglog`](RedisHyperLogLog::to_hyperloglog) and
+//! [`from_hyperloglog`](RedisHyperLogLog::from_hyperloglog) convert both ways; the converted
+//! sketch carries the seed [`HYPERLOGLOG_SEED`], so that it refuses to merge with sketches of
+//! the crate's own hash, and a sketch of another seed or precision refuses to convert.
+//!
 //! # When not to use it
 //!
 //! For sketches that never meet Redis, [`UltraLogLog`](crate::cardinality::UltraLogLog) holds
@@ -74,9 +84,10 @@
 //! - P. Flajolet, É. Fusy, O. Gandouet, F. Meunier, "HyperLogLog: the analysis of a
 //!   near-optimal cardinality estimation algorithm", AofA 2007.
 
+use crate::cardinality::HyperLogLog;
 use crate::cardinality::estimators::{sigma, tau};
 use crate::cardinality::register_sums::histogram;
-use crate::core::{DecodeError, MergeError, Mergeable, Operator};
+use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator};
 
 /// Registers: `2^P`.
 const P: u32 = 14;
@@ -109,6 +120,35 @@ const STALE: u8 = 0x80;
 #[must_use]
 pub fn hash(element: &[u8]) -> u64 {
     murmur2::murmur64a(element, SEED)
+}
+
+/// The seed that marks a [`HyperLogLog`] holding Redis's registers
+/// ([`RedisHyperLogLog::to_hyperloglog`]): the bytes `RedisHLL`. A sketch of the crate's own
+/// hash has another seed, so a merge of the two fails with an error naming the seed instead of
+/// mixing registers of two hashes.
+pub const HYPERLOGLOG_SEED: u64 = u64::from_le_bytes(*b"RedisHLL");
+
+/// The hash under which a [`HyperLogLog`] of seed [`HYPERLOGLOG_SEED`] and precision 14 takes
+/// an element (through [`HyperLogLog::observe_hash`]): Redis's [`hash`] rotated right by 14
+/// bits, which moves Redis's register index (its low 14 bits) to the top, where the crate's
+/// HyperLogLog reads it, and leaves Redis's rank in the trailing zeros of the rest.
+///
+/// ```
+/// use synopses::cardinality::HyperLogLog;
+/// use synopses::formats::{redis, RedisHyperLogLog};
+///
+/// let mut hll = HyperLogLog::with_seed(14, redis::HYPERLOGLOG_SEED)?;
+/// let mut ours = RedisHyperLogLog::new();
+/// for e in ["a", "b", "c"] {
+///     hll.observe_hash(redis::hyperloglog_hash(e.as_bytes()));
+///     ours.observe(e);
+/// }
+/// assert_eq!(RedisHyperLogLog::from_hyperloglog(&hll)?, ours);
+/// # Ok::<(), synopses::ConfigError>(())
+/// ```
+#[must_use]
+pub fn hyperloglog_hash(element: &[u8]) -> u64 {
+    hash(element).rotate_right(P)
 }
 
 /// A Redis HyperLogLog (see the [module docs](self)).
@@ -243,6 +283,75 @@ impl RedisHyperLogLog {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.registers.iter().all(|&r| r == 0)
+    }
+
+    /// The crate's [`HyperLogLog`] with these registers: precision 14, seed
+    /// [`HYPERLOGLOG_SEED`], no martingale (its estimate comes from the registers). Add
+    /// elements to it with `observe_hash(`[`hyperloglog_hash`]`(bytes))`, not `observe`, which
+    /// would hash them the crate's way; it merges with other sketches converted from Redis,
+    /// and refuses (by its seed) to merge with the crate's own.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `register` if a register is above 51, which no `PFADD` writes
+    /// (a crafted dense string can hold up to 63) and a HyperLogLog of precision 14 cannot hold.
+    ///
+    /// ```
+    /// use synopses::formats::RedisHyperLogLog;
+    ///
+    /// let mut ours = RedisHyperLogLog::new();
+    /// (0..5_000).for_each(|i| { ours.observe(i.to_string()); });
+    /// let hll = ours.to_hyperloglog()?;
+    /// assert_eq!(hll.precision(), 14);
+    /// assert!((hll.estimate() / ours.count() as f64 - 1.0).abs() < 0.01);
+    /// assert_eq!(RedisHyperLogLog::from_hyperloglog(&hll)?, ours);
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn to_hyperloglog(&self) -> Result<HyperLogLog, ConfigError> {
+        if let Some(&r) = self.registers.iter().find(|&&r| u32::from(r) > Q + 1) {
+            return Err(ConfigError::new(
+                "register",
+                r,
+                "at most 51, the largest rank of a 64-bit hash at 16 384 registers",
+            ));
+        }
+        Ok(HyperLogLog::from_registers(P as u8, HYPERLOGLOG_SEED, self.registers.to_vec()))
+    }
+
+    /// The Redis HyperLogLog with the registers of `hll`, if they are Redis's: precision 14
+    /// and seed [`HYPERLOGLOG_SEED`] (a sketch from
+    /// [`to_hyperloglog`](Self::to_hyperloglog), or fed
+    /// [`hyperloglog_hash`]es).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming `precision` or `seed` otherwise: a sketch of the crate's own hash
+    /// has registers Redis would never give the same elements, so it does not convert.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    /// use synopses::formats::RedisHyperLogLog;
+    ///
+    /// let mut own = HyperLogLog::new(14)?;
+    /// own.observe("a");
+    /// let error = RedisHyperLogLog::from_hyperloglog(&own).unwrap_err();
+    /// assert_eq!(error.parameter(), "seed");
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    pub fn from_hyperloglog(hll: &HyperLogLog) -> Result<Self, ConfigError> {
+        if u32::from(hll.precision()) != P {
+            return Err(ConfigError::new("precision", hll.precision(), "14, the precision of every Redis HyperLogLog"));
+        }
+        if hll.seed() != HYPERLOGLOG_SEED {
+            return Err(ConfigError::new(
+                "seed",
+                hll.seed(),
+                "formats::redis::HYPERLOGLOG_SEED: a sketch of Redis's hash (another hash puts elements elsewhere)",
+            ));
+        }
+        let mut out = Self::new();
+        out.registers.iter_mut().zip(hll.dense_registers()).for_each(|(r, v)| *r = v);
+        Ok(out)
     }
 
     /// The string Redis stores for these registers: sparse while every register is at most 32
