@@ -10,6 +10,7 @@
 //! system's own. The price is that they do not merge with the crate's sketches, whose
 //! registers come from another hash.
 
+pub(crate) mod datasketches;
 pub mod redis;
 
 pub use redis::RedisHyperLogLog;
