@@ -12,7 +12,7 @@ pub(crate) const IMPROVED_RSE: f64 = 1.038_961_791_248_269_6;
 pub(crate) const HIP_RSE: f64 = 0.832_554_611_157_697_8;
 
 /// `1 / (2 ln 2)`: the limit of HyperLogLog's bias-correction constant `α_m` as `m` grows.
-const ALPHA_INF: f64 = 0.721_347_520_444_481_7;
+pub(crate) const ALPHA_INF: f64 = 0.721_347_520_444_481_7;
 
 /// HyperLogLog's bias-correction constant `α_m` (Flajolet et al. 2007, figure 3): the exact
 /// values for 16, 32 and 64 registers, and `α_∞ / (1 + 1.079/m)` from 128 on.

@@ -9,7 +9,7 @@
 use super::estimators::{capped, pow2, wide_to_f64};
 use super::lifecycle::Lifecycle;
 use super::optimal;
-use super::registers::{Cell, Shape, ULL_CHANGES, with_constants};
+use super::registers::{Cell, Shape, ULL_CHANGES, YOUNG_SHIFT, with_constants};
 use super::sparse::{self, Sparse};
 use super::tally::Tally;
 use crate::core::{Bounds, Confidence, ConfigError, alloc};
@@ -154,23 +154,20 @@ impl<R: Cell> Core<R> {
         // of line, as in `observe`.
         let inline_update = R::FIXED.is_none();
         // The probability that the next item changes a register is the unseen mass over
-        // `2^(64 + p)` (the martingale's increment is its inverse).
-        let often_changed = self.unseen >> (64 + u32::from(shape.p) - 3) != 0;
-        if inline_update || !often_changed {
+        // `2^(64 + p)` (the martingale's increment is its inverse): young above `2^-YOUNG_SHIFT`.
+        if inline_update || self.unseen >> (64 + u32::from(shape.p) - YOUNG_SHIFT) == 0 {
             for hash in hashes {
                 let (index, k) = shape.locate(hash);
                 self.observe_value(shape, index, k, inline_update);
             }
             return;
         }
-        // UltraLogLog while at least one item in 8 changes a register (its first 9 items per
-        // register, measured): in blocks of 64 items, first the branch-free test of each (does it
-        // change its register?), then the updates of those in order. A register only learns,
-        // so an item that leaves the block's first registers as they are leaves them after the
-        // block's earlier updates too; the others are tested again as they come. The test
-        // loop has no branch to mispredict, so its loads overlap even when the registers have
-        // left the cache (a group's sketch under `GROUP BY`); a sketch whose items seldom
-        // change it predicts its branch well, and takes the one-pass loop above.
+        // A young UltraLogLog (see `YOUNG_SHIFT`): in blocks of 64 items, first the
+        // branch-free test of each (does it change its register?), then the updates of those in
+        // order. A register only learns, so an item that leaves the block's first registers as
+        // they are leaves them after the block's earlier updates too; the others are tested
+        // again as they come. The test loop's loads overlap even when the registers have left
+        // the cache (a group's sketch under `GROUP BY`).
         let mut hashes = hashes;
         loop {
             let mut block = [0_u64; 64];

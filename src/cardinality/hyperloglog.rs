@@ -8,6 +8,7 @@ use super::estimators::{
 };
 use super::lifecycle::Lifecycle;
 use super::register_sums::register_sums;
+use super::registers::YOUNG_SHIFT;
 use super::sparse::{self, Sparse};
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
@@ -640,12 +641,7 @@ impl HyperLogLog {
             Repr::Sparse(sparse) => sparse.encode(&mut w),
             Repr::Dense(dense) => {
                 let out = w.put_zeroed(dense.registers.len() / 4 * 3);
-                // Eight registers to six bytes at a time (m is a multiple of 8).
-                for (eight, bytes) in dense.registers.chunks_exact(8).zip(out.chunks_exact_mut(6)) {
-                    let mut word = [0u8; 8];
-                    word.copy_from_slice(eight);
-                    bytes.copy_from_slice(&pack_six_bit(u64::from_le_bytes(word)).to_le_bytes()[..6]);
-                }
+                pack_six_bit_registers(&dense.registers, out);
             }
         }
         w.finish()
@@ -689,11 +685,7 @@ impl HyperLogLog {
             let packed = r.take(m / 4 * 3)?;
             let mut d = Dense::new(precision);
             let max_rank = 65 - precision;
-            for (six, out) in packed.chunks_exact(6).zip(d.registers.chunks_exact_mut(8)) {
-                let mut word = [0u8; 8];
-                word[..6].copy_from_slice(six);
-                out.copy_from_slice(&unpack_six_bit(u64::from_le_bytes(word)).to_le_bytes());
-            }
+            unpack_six_bit_registers(packed, &mut d.registers);
             // One check after the loop (a maximum vectorizes; an early exit would not).
             if d.registers.iter().copied().max().unwrap_or(0) > max_rank {
                 return Err(DecodeError::InvalidField { field: "registers", reason: "rank above 65 - precision" });
@@ -886,6 +878,27 @@ fn pack_six_bit(bytes: u64) -> u64 {
     (quads & 0x0000_0000_00FF_FFFF) | ((quads & 0x00FF_FFFF_0000_0000) >> 8)
 }
 
+/// Writes `registers` (one per byte, each below 64) six bits each, little-endian bit order:
+/// register `i` in bits `6i..6i + 6` of `out`, eight registers to six bytes at a time. The
+/// layout of this crate's HyperLogLog encoding and of Redis's dense HyperLogLog. Packs
+/// `min(registers.len() / 8, out.len() / 6)` groups of eight.
+pub(crate) fn pack_six_bit_registers(registers: &[u8], out: &mut [u8]) {
+    for (eight, bytes) in registers.chunks_exact(8).zip(out.chunks_exact_mut(6)) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(eight);
+        bytes.copy_from_slice(&pack_six_bit(u64::from_le_bytes(word)).to_le_bytes()[..6]);
+    }
+}
+
+/// The inverse of [`pack_six_bit_registers`]: six bytes back to eight registers at a time.
+pub(crate) fn unpack_six_bit_registers(packed: &[u8], registers: &mut [u8]) {
+    for (six, out) in packed.chunks_exact(6).zip(registers.chunks_exact_mut(8)) {
+        let mut word = [0u8; 8];
+        word[..6].copy_from_slice(six);
+        out.copy_from_slice(&unpack_six_bit(u64::from_le_bytes(word)).to_le_bytes());
+    }
+}
+
 /// The inverse of [`pack_six_bit`]: 48 bits of six-bit registers back to one per byte.
 #[inline]
 fn unpack_six_bit(packed: u64) -> u64 {
@@ -893,12 +906,6 @@ fn unpack_six_bit(packed: u64) -> u64 {
     let pairs = (quads & 0x0000_0FFF_0000_0FFF) | ((quads & 0x00FF_F000_00FF_F000) << 4);
     (pairs & 0x003F_003F_003F_003F) | ((pairs & 0x0FC0_0FC0_0FC0_0FC0) << 2)
 }
-
-/// While the probability that a new item raises a register is above `2^-YOUNG_SHIFT`, the
-/// batch loop raises registers without a branch ([`Dense::observe_hashes`]). Below, most items
-/// leave their register as it is, the branch is predicted, and the plain loop is faster
-/// (measured: 2.2 against 3.5 ns an item on a long-running sketch).
-const YOUNG_SHIFT: u32 = 4;
 
 /// Raises a register to `rank` if that is higher, returning the old value when it did.
 #[inline]

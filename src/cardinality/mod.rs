@@ -315,7 +315,7 @@ mod exaloglog;
 mod flajolet_martin;
 mod history;
 mod history_codec;
-mod hyperloglog;
+pub(crate) mod hyperloglog;
 mod lifecycle;
 mod optimal;
 pub(crate) mod register_sums;

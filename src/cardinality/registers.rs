@@ -68,6 +68,16 @@ pub(crate) struct Shape {
 /// `2^64` in the 64.64 fixed point of probabilities.
 const ONE: u128 = 1 << 64;
 
+/// A sketch is *young* while the probability that a new item changes a register is above
+/// `2^-YOUNG_SHIFT`. Its batch loops then test a block of items without a branch before
+/// updating any (HyperLogLog's `Dense::observe_hashes`, UltraLogLog's `Core::observe_dense`):
+/// whether an item changes its register is then close to a coin toss, which a branch would
+/// mispredict, and the branch-free reads of a block overlap even when the registers have left
+/// the cache. Later most items leave their register as it is, the branch is predicted, and the
+/// plain loop is faster (HyperLogLog, measured: 2.2 against 3.5 ns an item on a long-running
+/// sketch; UltraLogLog: 1.3 against 1.5 ns).
+pub(crate) const YOUNG_SHIFT: u32 = 4;
+
 impl Shape {
     pub(crate) fn registers(self) -> usize {
         1 << self.p

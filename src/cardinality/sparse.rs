@@ -181,6 +181,7 @@ impl Sparse {
         let mut at_home = 0_u64;
         if !self.slots.is_empty() {
             for (i, &entry) in entries.iter().take(64).enumerate() {
+                // `home` masks by `slots.len() - 1` (a power of two, not 0): in bounds.
                 at_home |= u64::from(self.slots[self.home(entry)] == entry) << i;
             }
         }

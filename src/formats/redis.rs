@@ -85,7 +85,8 @@
 //!   near-optimal cardinality estimation algorithm", AofA 2007.
 
 use crate::cardinality::HyperLogLog;
-use crate::cardinality::estimators::{sigma, tau};
+use crate::cardinality::estimators::{ALPHA_INF, sigma, tau};
+use crate::cardinality::hyperloglog::{pack_six_bit_registers, unpack_six_bit_registers};
 use crate::cardinality::register_sums::histogram;
 use crate::core::{ConfigError, DecodeError, MergeError, Mergeable, Operator};
 
@@ -385,11 +386,8 @@ impl RedisHyperLogLog {
         let mut out = header(0);
         out.resize(HEADER + DENSE_REGISTERS, 0);
         let (_, body) = out.split_at_mut(HEADER);
-        // Four registers fill three bytes exactly.
-        for (bytes, registers) in body.chunks_exact_mut(3).zip(self.registers.chunks_exact(4)) {
-            let word = registers.iter().rev().fold(0_u32, |w, &r| w << 6 | u32::from(r & 63));
-            bytes.copy_from_slice(&word.to_le_bytes()[..3]);
-        }
+        // Redis's dense layout is the crate's HyperLogLog encoding's.
+        pack_six_bit_registers(&self.registers[..], body);
         out
     }
 
@@ -478,12 +476,7 @@ impl RedisHyperLogLog {
             n if n > DENSE_REGISTERS => return Err(DecodeError::TrailingBytes(n - DENSE_REGISTERS)),
             _ => {}
         }
-        for (registers, bytes) in self.registers.chunks_exact_mut(4).zip(body.chunks_exact(3)) {
-            let word = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], 0]);
-            for (i, r) in registers.iter_mut().enumerate() {
-                *r = (word >> (6 * i) & 63) as u8;
-            }
-        }
+        unpack_six_bit_registers(body, &mut self.registers[..]);
         Ok(())
     }
 
@@ -542,10 +535,9 @@ fn redis_count(histogram: &[u32; 64]) -> u64 {
         z *= 0.5;
     }
     z += m * sigma(f64::from(histogram[0]) / m);
-    // α_∞ = 1 / (2 ln 2), Redis's HLL_ALPHA_INF.
-    let alpha = 0.721_347_520_444_481_7_f64;
-    // `llroundl`: half away from zero; `as` saturates (an empty sketch's z is infinite: 0).
-    (alpha * m * m / z).round() as u64
+    // α_∞ = 1 / (2 ln 2), Redis's HLL_ALPHA_INF. `llroundl`: half away from zero; `as`
+    // saturates (an empty sketch's z is infinite: 0).
+    (ALPHA_INF * m * m / z).round() as u64
 }
 
 impl Mergeable for RedisHyperLogLog {
@@ -640,8 +632,11 @@ mod tests {
         fn arbitrary_bytes_give_a_sketch_or_an_error(noise in prop::collection::vec(any::<u8>(), 0..64), dense in any::<bool>()) {
             let mut bytes = header(u8::from(!dense)).to_vec();
             bytes.extend_from_slice(&noise);
-            let _ = RedisHyperLogLog::from_bytes(&bytes);
-            let _ = RedisHyperLogLog::from_bytes(&noise);
+            for input in [&bytes[..], &noise[..]] {
+                if let Ok(s) = RedisHyperLogLog::from_bytes(input) {
+                    prop_assert_eq!(&RedisHyperLogLog::from_bytes(&s.to_bytes()).unwrap(), &s);
+                }
+            }
         }
 
         #[test]
@@ -650,7 +645,12 @@ mod tests {
                 let mut damaged = bytes.clone();
                 let i = at.index(damaged.len());
                 damaged[i] ^= xor;
-                let _ = RedisHyperLogLog::from_bytes(&damaged);
+                // A damaged string that still reads is a state like any other: it writes and
+                // reads back.
+                if let Ok(s) = RedisHyperLogLog::from_bytes(&damaged) {
+                    prop_assert_eq!(&RedisHyperLogLog::from_bytes(&s.to_bytes()).unwrap(), &s);
+                    prop_assert_eq!(&RedisHyperLogLog::from_bytes(&s.to_dense_bytes()).unwrap(), &s);
+                }
                 let cut = cut.index(bytes.len());
                 prop_assert!(RedisHyperLogLog::from_bytes(&bytes[..cut]).is_err());
             }
