@@ -1,0 +1,349 @@
+//! DataSketches' HLL image, read and written.
+//!
+//! ```text
+//!   byte 0 preamble ints (2 list, 3 set, 10 hll)   1 serial version (1)   2 family (7)
+//!        3 lg_k   4 lg_arr   5 flags (4 empty, 8 compact, 16 out of order)
+//!        6 list count (list) or cur_min (HLL_4)    7 mode: bits 0-1 list/set/hll, 2-3 HLL_4/6/8
+//!   list: coupons (u32) from byte 8: `list count` of them, or 2^lg_arr slots (0 is empty)
+//!   set : a u32 count at 8, coupons from 12: `count` of them, or 2^lg_arr slots
+//!   hll : HIP accumulator, kxq0, kxq1 (f64) at 8, 16, 24; the number of registers at cur_min
+//!         (u32) at 32; the exception count (u32) at 36; registers from 40: HLL_8 one byte
+//!         each, HLL_6 six bits each (little-endian bit order, and one spare byte), HLL_4 a
+//!         nibble each (even registers low) above cur_min, 15 meaning "an exception": the
+//!         exceptions (coupons of address and value) follow the nibbles, `exception count` of
+//!         them, or 2^lg_arr slots
+//! ```
+//!
+//! All integers are little-endian. A compact image holds only the coupons (in the order of
+//! the table they came from); an updatable one the whole table, empty slots included.
+
+use super::{DataSketchesHll, HllType, KEY_BITS, KEY_MASK, LIST_CAPACITY, Registers, State, set_find, set_of};
+use crate::cardinality::hyperloglog::{pack_six_bit_registers, unpack_six_bit_registers};
+use crate::core::DecodeError;
+
+/// DataSketches' family code of HLL sketches.
+const FAMILY: u8 = 7;
+const SERIAL_VERSION: u8 = 1;
+const FLAG_EMPTY: u8 = 4;
+const FLAG_COMPACT: u8 = 8;
+const FLAG_OUT_OF_ORDER: u8 = 16;
+/// The bytes before the registers of an HLL-mode image.
+const HLL_PREAMBLE: usize = 40;
+/// The nibble of an HLL_4 register held in the exception table.
+const AUX_TOKEN: u8 = 15;
+
+/// The first size (log₂) of HLL_4's exception table, by lg_k.
+fn lg_aux_start(lg_k: u8) -> u8 {
+    match lg_k {
+        ..=6 => 2,
+        7..=9 => 3,
+        10 | 11 => 4,
+        12 => 5,
+        _ => lg_k - 8,
+    }
+}
+
+fn field(field: &'static str, reason: &'static str) -> DecodeError {
+    DecodeError::InvalidField { field, reason }
+}
+
+/// Little-endian reads at an offset, with the image's length checked.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn slice(&self, at: usize, len: usize) -> Result<&[u8], DecodeError> {
+        at.checked_add(len)
+            .and_then(|end| self.0.get(at..end))
+            .ok_or(DecodeError::Truncated { needed: at.saturating_add(len), available: self.0.len() })
+    }
+
+    fn u32(&self, at: usize) -> Result<u32, DecodeError> {
+        let b = self.slice(at, 4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn f64(&self, at: usize) -> Result<f64, DecodeError> {
+        let b = self.slice(at, 8)?;
+        Ok(f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    }
+
+    /// `count` slots of coupons from `at` (the length checked before anything is allocated),
+    /// each checked to be empty (0) or to hold a value from 1 to 63.
+    fn slots(&self, at: usize, count: usize) -> Result<Vec<u32>, DecodeError> {
+        let bytes = self.slice(at, count.checked_mul(4).ok_or(field("coupons", "too many"))?)?;
+        bytes
+            .chunks_exact(4)
+            .map(|chunk| {
+                let c = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                if c != 0 && c >> KEY_BITS == 0 {
+                    Err(field("coupon", "a coupon's value is at least 1"))
+                } else {
+                    Ok(c)
+                }
+            })
+            .collect()
+    }
+}
+
+/// `2^lg` slots, for a table whose size the image gives.
+fn table_size(lg: u8) -> Result<usize, DecodeError> {
+    if lg > 26 {
+        return Err(field("lg_arr", "at most 26"));
+    }
+    Ok(1 << lg)
+}
+
+/// Reads an image (see the module docs).
+pub(super) fn decode(image: &[u8]) -> Result<DataSketchesHll, DecodeError> {
+    let b = Bytes(image);
+    let pre = b.slice(0, 8)?;
+    let (pre_ints, version, family, lg_k, lg_arr, flags, byte6, mode) =
+        (pre[0], pre[1], pre[2], pre[3], pre[4], pre[5], pre[6], pre[7]);
+    if family != FAMILY {
+        return Err(DecodeError::WrongFamily { expected: FAMILY, found: family });
+    }
+    if version != SERIAL_VERSION {
+        return Err(DecodeError::UnsupportedVersion(version));
+    }
+    if !(DataSketchesHll::MIN_LG_K..=DataSketchesHll::MAX_LG_K).contains(&lg_k) {
+        return Err(field("lg_k", "DataSketches' HLL takes lg_k from 4 to 21"));
+    }
+    let target = match mode >> 2 & 3 {
+        0 => HllType::Hll4,
+        1 => HllType::Hll6,
+        2 => HllType::Hll8,
+        _ => return Err(field("target type", "HLL_4, HLL_6 or HLL_8")),
+    };
+    let compact = flags & FLAG_COMPACT != 0;
+    let empty = flags & FLAG_EMPTY != 0;
+    let state = match (mode & 3, pre_ints) {
+        (0, 2) => {
+            let stored = usize::from(byte6);
+            let slots = if empty {
+                Vec::new()
+            } else if compact {
+                b.slots(8, stored)?
+            } else {
+                b.slots(8, table_size(lg_arr)?)?
+            };
+            let list: Vec<u32> = slots.into_iter().filter(|&c| c != 0).collect();
+            if list.len() >= LIST_CAPACITY {
+                return Err(field("list count", "a list holds at most 7 coupons"));
+            }
+            if !empty && list.len() != stored {
+                return Err(field("list count", "the coupons stored differ from the count"));
+            }
+            if list.iter().enumerate().any(|(i, c)| list[..i].contains(c)) {
+                return Err(field("list", "a coupon appears twice"));
+            }
+            State::List(list)
+        }
+        (1, 3) => {
+            if !(5..=lg_k.saturating_sub(3)).contains(&lg_arr) {
+                return Err(field("lg_arr", "a set's table has from 2^5 to k/8 slots"));
+            }
+            let size = table_size(lg_arr)?;
+            let stored = b.u32(8)? as usize;
+            if 4 * stored > 3 * size {
+                return Err(field("set count", "a set's table is at most three quarters full"));
+            }
+            if compact {
+                let coupons = b.slots(12, stored)?;
+                if coupons.contains(&0) {
+                    return Err(field("set", "a compact set holds no empty slot"));
+                }
+                let (slots, count) = set_of(lg_arr, coupons);
+                if count != stored {
+                    return Err(field("set", "a coupon appears twice"));
+                }
+                State::Set { slots, count }
+            } else {
+                let slots = b.slots(12, size)?;
+                if slots.iter().filter(|&&c| c != 0).count() != stored {
+                    return Err(field("set count", "the coupons stored differ from the count"));
+                }
+                // Every coupon where DataSketches' probe finds it (and so no coupon twice).
+                if slots.iter().enumerate().any(|(i, &c)| c != 0 && set_find(&slots, c) != Ok(i)) {
+                    return Err(field("set", "a coupon out of its probe sequence"));
+                }
+                State::Set { slots, count: stored }
+            }
+        }
+        (2, 10) => State::Hll(Box::new(registers(&b, lg_k, lg_arr, byte6, target, compact, flags)?)),
+        _ => return Err(field("mode", "list (2 preamble ints), set (3) or HLL (10)")),
+    };
+    Ok(DataSketchesHll { lg_k, target, state })
+}
+
+/// The registers and estimator state of an HLL-mode image.
+fn registers(
+    b: &Bytes<'_>,
+    lg_k: u8,
+    lg_arr: u8,
+    cur_min: u8,
+    target: HllType,
+    compact: bool,
+    flags: u8,
+) -> Result<Registers, DecodeError> {
+    let k = 1_usize << lg_k;
+    let (hip, kxq0, kxq1) = (b.f64(8)?, b.f64(16)?, b.f64(24)?);
+    // Sums of 2^−r over k registers of at most 63 lie in [k·2^−63, k]: anything else would
+    // make the estimates infinite or meaningless.
+    let sums_ok = (0.0..=k as f64).contains(&kxq0)
+        && (0.0..=k as f64).contains(&kxq1)
+        && (k as f64 * 2_f64.powi(-63)..=k as f64).contains(&(kxq0 + kxq1));
+    if !sums_ok {
+        return Err(field("kxq", "the sums of 2^-r lie between k·2^-63 and k"));
+    }
+    if !(hip.is_finite() && hip >= 0.0) {
+        return Err(field("HIP accumulator", "finite and not negative"));
+    }
+    let aux_count = b.u32(36)? as usize;
+    let values = match target {
+        HllType::Hll8 => b.slice(HLL_PREAMBLE, k)?.to_vec(),
+        HllType::Hll6 => {
+            let packed = b.slice(HLL_PREAMBLE, k * 3 / 4 + 1)?;
+            let mut values = vec![0; k];
+            unpack_six_bit_registers(packed, &mut values);
+            values
+        }
+        HllType::Hll4 => {
+            let nibbles = b.slice(HLL_PREAMBLE, k / 2)?;
+            let aux_slots = if compact || aux_count == 0 { aux_count } else { table_size(lg_arr)? };
+            if aux_count > k {
+                return Err(field("aux count", "at most one exception a register"));
+            }
+            let aux: Vec<u32> = b.slots(HLL_PREAMBLE + k / 2, aux_slots)?.into_iter().filter(|&c| c != 0).collect();
+            if aux.len() != aux_count {
+                return Err(field("aux count", "the exceptions stored differ from the count"));
+            }
+            // Each register's value, or `None` while it waits for its exception.
+            let mut values: Vec<Option<u8>> = (0..k)
+                .map(|i| match nibbles[i / 2] >> (4 * (i & 1)) & 15 {
+                    AUX_TOKEN => None,
+                    nibble => Some(nibble.saturating_add(cur_min)),
+                })
+                .collect();
+            for c in aux {
+                match values.get_mut((c & KEY_MASK) as usize) {
+                    Some(v @ None) => *v = Some((c >> KEY_BITS) as u8),
+                    _ => return Err(field("aux table", "an exception for a register that has none")),
+                }
+            }
+            values
+                .into_iter()
+                .collect::<Option<Vec<u8>>>()
+                .ok_or(field("aux table", "a register refers to a missing exception"))?
+        }
+    };
+    if values.iter().any(|&r| r > 63) {
+        return Err(field("registers", "a register holds at most 63"));
+    }
+    Ok(Registers { values, hip, kxq0, kxq1, out_of_order: flags & FLAG_OUT_OF_ORDER != 0 })
+}
+
+/// Writes an image: compact, or updatable.
+pub(super) fn encode(sketch: &DataSketchesHll, compact: bool) -> Vec<u8> {
+    let target_code = match sketch.target {
+        HllType::Hll4 => 0,
+        HllType::Hll6 => 1,
+        HllType::Hll8 => 2,
+    };
+    let mut flags = if compact { FLAG_COMPACT } else { 0 };
+    if sketch.is_empty() {
+        flags |= FLAG_EMPTY;
+    }
+    let put_slots =
+        |out: &mut Vec<u8>, slots: &[u32]| slots.iter().for_each(|c| out.extend_from_slice(&c.to_le_bytes()));
+    match &sketch.state {
+        State::List(list) => {
+            let mut out = vec![2, SERIAL_VERSION, FAMILY, sketch.lg_k, 3, flags, list.len() as u8, target_code << 2];
+            put_slots(&mut out, list);
+            if !compact {
+                put_slots(&mut out, &[0; LIST_CAPACITY][list.len()..]);
+            }
+            out
+        }
+        State::Set { slots, count } => {
+            let lg = slots.len().trailing_zeros() as u8;
+            let mut out = vec![3, SERIAL_VERSION, FAMILY, sketch.lg_k, lg, flags, 0, target_code << 2 | 1];
+            out.extend_from_slice(&(*count as u32).to_le_bytes());
+            if compact {
+                slots.iter().filter(|&&c| c != 0).for_each(|c| out.extend_from_slice(&c.to_le_bytes()));
+            } else {
+                put_slots(&mut out, slots);
+            }
+            out
+        }
+        State::Hll(r) => {
+            if r.out_of_order {
+                flags |= FLAG_OUT_OF_ORDER;
+            }
+            let k = r.values.len();
+            let (cur_min, at_cur_min, body, aux) = match sketch.target {
+                HllType::Hll8 => (0, r.zeros(), r.values.clone(), None),
+                HllType::Hll6 => {
+                    let mut packed = vec![0; k * 3 / 4 + 1];
+                    pack_six_bit_registers(&r.values, &mut packed);
+                    (0, r.zeros(), packed, None)
+                }
+                HllType::Hll4 => {
+                    let cur_min = r.values.iter().copied().min().unwrap_or(0);
+                    let at_cur_min = r.values.iter().filter(|&&v| v == cur_min).count() as u32;
+                    let mut nibbles = vec![0_u8; k / 2];
+                    let mut exceptions = Vec::new();
+                    for (i, &v) in r.values.iter().enumerate() {
+                        let nibble = (v - cur_min).min(AUX_TOKEN);
+                        if nibble == AUX_TOKEN {
+                            exceptions.push(u32::from(v) << KEY_BITS | i as u32);
+                        }
+                        nibbles[i / 2] |= nibble << (4 * (i & 1));
+                    }
+                    (cur_min, at_cur_min, nibbles, Some(aux_table(sketch.lg_k, &exceptions)))
+                }
+            };
+            let lg_arr = match &aux {
+                Some((lg, slots)) if slots.iter().any(|&c| c != 0) => *lg,
+                _ => 0,
+            };
+            let mut out = vec![10, SERIAL_VERSION, FAMILY, sketch.lg_k, lg_arr, flags, cur_min, target_code << 2 | 2];
+            for x in [r.hip, r.kxq0, r.kxq1] {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+            out.extend_from_slice(&at_cur_min.to_le_bytes());
+            let aux_count = aux.as_ref().map_or(0, |(_, slots)| slots.iter().filter(|&&c| c != 0).count());
+            out.extend_from_slice(&(aux_count as u32).to_le_bytes());
+            out.extend_from_slice(&body);
+            if let Some((_, slots)) = aux {
+                if compact {
+                    slots.iter().filter(|&&c| c != 0).for_each(|c| out.extend_from_slice(&c.to_le_bytes()));
+                } else {
+                    put_slots(&mut out, &slots);
+                }
+            }
+            out
+        }
+    }
+}
+
+/// HLL_4's exception table holding `exceptions` (coupons of register and value), as
+/// DataSketches builds it: from its first size, doubling when more than three quarters full;
+/// the probe starts at the register's low bits and steps by the rest of it, made odd.
+fn aux_table(lg_k: u8, exceptions: &[u32]) -> (u8, Vec<u32>) {
+    let mut lg = lg_aux_start(lg_k);
+    while 4 * exceptions.len() > 3 << lg {
+        lg += 1;
+    }
+    let mut slots = vec![0_u32; 1 << lg];
+    let mask = slots.len() - 1;
+    for &c in exceptions {
+        let register = (c & KEY_MASK) as usize;
+        let stride = (register >> lg) | 1;
+        let mut probe = register & mask;
+        while slots[probe] != 0 {
+            probe = (probe + stride) & mask;
+        }
+        slots[probe] = c;
+    }
+    (lg, slots)
+}
