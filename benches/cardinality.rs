@@ -56,7 +56,8 @@ use datasketches::hll::{HllSketch, HllType, HllUnion};
 use hyperloglogplus::{HyperLogLog as _, HyperLogLogPlus};
 use streaming_algorithms::HyperLogLog as SaHyperLogLog;
 use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog, UltraLogLogEstimator};
-use synopses::formats::RedisHyperLogLog;
+use synopses::core::Mergeable as _;
+use synopses::formats::{DataSketchesHll, HllType as DsType, RedisHyperLogLog};
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_words};
 use ultraloglog::Estimator as _;
 use wyhash::WyHash;
@@ -949,6 +950,71 @@ fn bench_redis(c: &mut Criterion) {
     g.finish();
 }
 
+/// DataSketches' HLL sketch (`formats::DataSketchesHll`) against datasketches-rust on the same
+/// items and the same images: updates (integers, strings), the estimate, the union of two
+/// sketches, and the images both ways (compact), in set mode (300 items) and HLL mode (all).
+fn bench_datasketches(c: &mut Criterion) {
+    let (u64s, strs) = (&data().u64s, &data().strs);
+    for (kind, t, ours_t) in [("hll4", HllType::Hll4, DsType::Hll4), ("hll8", HllType::Hll8, DsType::Hll8)] {
+        let ours = || DataSketchesHll::new(12, ours_t).expect("lg_k");
+        let mut g = big_group(c, &format!("datasketches/update_u64/{kind}"));
+        g.throughput(Throughput::Elements(u64s.len() as u64));
+        observe_case(&mut g, 12, "synopses", u64s, ours, |s, &x| s.update(x));
+        observe_case(&mut g, 12, "datasketches_rust", u64s, || ds_hll(12, t), |s, &x| s.update(x));
+        g.finish();
+        let mut g = big_group(c, &format!("datasketches/update_str/{kind}"));
+        g.throughput(Throughput::Elements(strs.len() as u64));
+        observe_case(&mut g, 12, "synopses", strs, ours, |s, x| s.update(x.as_str()));
+        observe_case(&mut g, 12, "datasketches_rust", strs, || ds_hll(12, t), |s, x| s.update(x.as_str()));
+        g.finish();
+
+        let mut g = c.benchmark_group(format!("datasketches/bytes/{kind}"));
+        for (label, n) in [("set_300", 300), ("hll_1000000", u64s.len())] {
+            let mut sketch = ours();
+            u64s[..n].iter().for_each(|&x| sketch.update(x));
+            let image = sketch.to_bytes();
+            let theirs = HllSketch::deserialize(&image).expect("our image reads there");
+            g.bench_function(id(label, "synopses/to_bytes"), |b| b.iter(|| black_box(&sketch).to_bytes()));
+            g.bench_function(id(label, "datasketches_rust/serialize"), |b| b.iter(|| black_box(&theirs).serialize()));
+            g.bench_function(id(label, "synopses/from_bytes"), |b| {
+                b.iter(|| DataSketchesHll::from_bytes(black_box(&image)).expect("its image"))
+            });
+            g.bench_function(id(label, "datasketches_rust/deserialize"), |b| {
+                b.iter(|| HllSketch::deserialize(black_box(&image)).expect("the image"))
+            });
+            g.bench_function(id(label, "synopses/estimate"), |b| b.iter(|| black_box(&sketch).estimate()));
+            g.bench_function(id(label, "datasketches_rust/estimate"), |b| b.iter(|| black_box(&theirs).estimate()));
+        }
+        g.finish();
+
+        let mut g = c.benchmark_group(format!("datasketches/union/{kind}"));
+        let half = u64s.len() / 2;
+        let (left, right) = (&u64s[..half + half / 2], &u64s[half / 2..]);
+        let build = |items: &[u64]| filled(items, ours, |s: &mut DataSketchesHll, x| s.update(x));
+        let (ours_l, ours_r) = (build(left), build(right));
+        let (ds_l, ds_r) = (
+            HllSketch::deserialize(&ours_l.to_bytes()).expect("ours"),
+            HllSketch::deserialize(&ours_r.to_bytes()).expect("ours"),
+        );
+        g.bench_function(id("p12", "synopses/merge"), |b| {
+            b.iter(|| {
+                let mut m = ours_l.clone();
+                m.merge(black_box(&ours_r)).expect("merge");
+                m.estimate()
+            })
+        });
+        g.bench_function(id("p12", "datasketches_rust/union"), |b| {
+            b.iter(|| {
+                let mut u = HllUnion::new(12).expect("lg_k");
+                u.update(black_box(&ds_l));
+                u.update(black_box(&ds_r));
+                u.to_sketch(t).estimate()
+            })
+        });
+        g.finish();
+    }
+}
+
 /// The sketches of the `fresh` group, behind one `observe_all`.
 enum Sketch {
     Hll(HyperLogLog),
@@ -980,6 +1046,7 @@ criterion_group!(
     bench_ull_ell_estimate,
     bench_ull_ell_merge,
     bench_fresh,
-    bench_redis
+    bench_redis,
+    bench_datasketches
 );
 criterion_main!(benches);

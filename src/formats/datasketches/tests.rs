@@ -165,6 +165,14 @@ fn the_hash_of_each_kind_of_item_is_datasketches() {
     }
 }
 
+proptest! {
+    /// The 8-byte path of the hash is MurmurHash3 x64 128 of the word's bytes.
+    #[test]
+    fn the_word_hash_is_murmur3(word in any::<u64>()) {
+        prop_assert_eq!(coupon_of_word(word), coupon_of(&word.to_le_bytes()));
+    }
+}
+
 #[test]
 fn a_damaged_image_gives_a_sketch_or_an_error() {
     let manifest = manifest();
