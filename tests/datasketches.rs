@@ -139,7 +139,7 @@ fn live_datasketches_makes_our_fixtures_and_reads_what_we_write() {
             compared += 1;
         }
     }
-    assert_eq!(compared, 2 * 112);
+    assert_eq!(compared, 2 * 113);
     let manifest = |dir: &Path| -> serde_json::Value {
         let mut m: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).expect("manifest")).expect("JSON");

@@ -82,10 +82,17 @@
 //! streams, whatever the order and grouping; a merge of two HLL-mode sketches answers with the
 //! composite estimator, as DataSketches' does.
 //!
-//! One difference, deliberate: DataSketches C++ 5.2 (the Python package's core) drops the first
-//! HLL-mode part of a union whose `lg_max_k` is below that part's `lg_k` when a second HLL-mode
-//! part follows with no estimate asked in between (its emptiness test reads the counts it has
-//! not rebuilt yet). The union here keeps both; the test `union_3` shows the difference.
+//! Two details of DataSketches' union, kept and not kept:
+//!
+//! - When a list or set meets an HLL-mode part of larger `lg_k`, DataSketches folds the part's
+//!   registers and adds the coupons to its HIP accumulator before it recomputes the folded
+//!   registers' sums, as if they were empty (each changed register adds 1). The union here
+//!   does the same, so that the numbers agree (the fixture `union_7`).
+//! - DataSketches C++ 5.2 (the Python package's core) drops the first HLL-mode part of a union
+//!   whose `lg_max_k` is below that part's `lg_k` when a second HLL-mode part follows with no
+//!   estimate asked in between (its emptiness test reads counts it has not rebuilt yet). That
+//!   loses data: the union here keeps both parts (the fixture `union_3` shows the
+//!   difference).
 //!
 //! # Conversions
 //!
@@ -259,6 +266,7 @@ fn coupon_of_word(word: u64) -> u32 {
 }
 
 impl DataSketchesItem for i64 {
+    #[inline]
     fn coupon(&self) -> Option<u32> {
         Some(coupon_of_word(*self as u64))
     }
@@ -267,7 +275,8 @@ impl DataSketchesItem for i64 {
 macro_rules! as_i64 {
     ($($t:ty => $via:ty),*) => {$(
         impl DataSketchesItem for $t {
-            fn coupon(&self) -> Option<u32> {
+            #[inline]
+    fn coupon(&self) -> Option<u32> {
                 // DataSketches casts an unsigned value to the signed type of its width first.
                 i64::from(*self as $via).coupon()
             }
@@ -277,6 +286,7 @@ macro_rules! as_i64 {
 as_i64!(i32 => i32, i16 => i16, i8 => i8, u64 => i64, u32 => i32, u16 => i16, u8 => i8);
 
 impl DataSketchesItem for f64 {
+    #[inline]
     fn coupon(&self) -> Option<u32> {
         let bits = if *self == 0.0 {
             0
@@ -290,36 +300,42 @@ impl DataSketchesItem for f64 {
 }
 
 impl DataSketchesItem for f32 {
+    #[inline]
     fn coupon(&self) -> Option<u32> {
         f64::from(*self).coupon()
     }
 }
 
 impl DataSketchesItem for [u8] {
+    #[inline]
     fn coupon(&self) -> Option<u32> {
         (!self.is_empty()).then(|| coupon_of(self))
     }
 }
 
 impl DataSketchesItem for str {
+    #[inline]
     fn coupon(&self) -> Option<u32> {
         self.as_bytes().coupon()
     }
 }
 
 impl DataSketchesItem for String {
+    #[inline]
     fn coupon(&self) -> Option<u32> {
         self.as_bytes().coupon()
     }
 }
 
 impl DataSketchesItem for Vec<u8> {
+    #[inline]
     fn coupon(&self) -> Option<u32> {
         self.as_slice().coupon()
     }
 }
 
 impl<T: DataSketchesItem + ?Sized> DataSketchesItem for &T {
+    #[inline]
     fn coupon(&self) -> Option<u32> {
         (**self).coupon()
     }
@@ -561,9 +577,15 @@ impl DataSketchesHll {
     /// assert_eq!(sketch.estimate().round(), 4.0);
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
+    #[inline]
     pub fn update<T: DataSketchesItem>(&mut self, item: T) {
         if let Some(coupon) = item.coupon() {
-            self.update_coupon(coupon);
+            // Registers, the mode of a long stream, without the call of a mode change.
+            if let State::Hll(registers) = &mut self.state {
+                registers.update(coupon);
+            } else {
+                self.update_coupon(coupon);
+            }
         }
     }
 
@@ -891,11 +913,19 @@ impl DataSketchesHll {
                     return false;
                 }
                 if !matches!(self.state, State::Hll(_)) {
-                    // A list or set gadget: their registers, then our coupons.
+                    // A list or set gadget: their registers, then our coupons. Folded
+                    // registers have their sums recomputed only at the end: DataSketches adds
+                    // the coupons to HIP against the sums of empty registers meanwhile.
                     let coupons: Vec<u32> = self.coupons().collect();
                     *self = src.copy_or_downsample(lg_max_k);
+                    let folded = src.lg_k > lg_max_k;
+                    if let State::Hll(r) = &mut self.state
+                        && folded
+                    {
+                        (r.kxq0, r.kxq1) = (r.values.len() as f64, 0.0);
+                    }
                     coupons.into_iter().for_each(|c| self.update_coupon(c));
-                    return false;
+                    return folded;
                 }
                 if src.lg_k < self.lg_k {
                     *self = self.copy_or_downsample(src.lg_k);
