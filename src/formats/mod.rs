@@ -14,5 +14,5 @@
 pub mod datasketches;
 pub mod redis;
 
-pub use datasketches::{DataSketchesHll, DataSketchesItem, HllType, Mode};
+pub use datasketches::{DataSketchesHll, DataSketchesItem, HllMode, HllType};
 pub use redis::RedisHyperLogLog;

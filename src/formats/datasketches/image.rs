@@ -19,7 +19,7 @@
 
 use super::{
     DataSketchesHll, HllType, KEY_BITS, KEY_MASK, LIST_CAPACITY, Registers, State, count_equal, min_max, set_find,
-    set_of,
+    set_of, sums_in_range,
 };
 use crate::cardinality::hyperloglog::{pack_six_bit_registers, unpack_six_bit_registers};
 use crate::core::DecodeError;
@@ -190,16 +190,15 @@ fn registers(
 ) -> Result<Registers, DecodeError> {
     let k = 1_usize << lg_k;
     let (hip, kxq0, kxq1) = (b.f64(8)?, b.f64(16)?, b.f64(24)?);
-    // Sums of 2^−r over k registers of at most 63 lie in [k·2^−63, k]: anything else would
-    // make the estimates infinite or meaningless.
-    let sums_ok = (0.0..=k as f64).contains(&kxq0)
-        && (0.0..=k as f64).contains(&kxq1)
-        && (k as f64 * 2_f64.powi(-63)..=k as f64).contains(&(kxq0 + kxq1));
-    if !sums_ok {
+    // Anything else would make the estimates infinite or meaningless.
+    if !sums_in_range(kxq0, kxq1, k) {
         return Err(field("kxq", "the sums of 2^-r lie between k·2^-63 and k"));
     }
-    if !(hip.is_finite() && hip >= 0.0) {
-        return Err(field("HIP accumulator", "finite and not negative"));
+    // HIP adds at most 2^63 (k over the floor of `Registers::kxq`) for each of at most 63·k
+    // register changes: below 2^90 for any lg_k. Above 2^100 an image is refused, so that the
+    // bounds (the estimate over 1 − ε) stay finite.
+    if !(0.0..=2_f64.powi(100)).contains(&hip) {
+        return Err(field("HIP accumulator", "from 0 to 2^100"));
     }
     let aux_count = b.u32(36)? as usize;
     let values = match target {

@@ -68,7 +68,7 @@ fn assert_answers(name: &str, sketch: &DataSketchesHll, expected: &serde_json::V
 
 /// What a sketch holds, whatever its history: `lg_k`, mode, and its coupons (a list's or
 /// set's, or the registers' as coupons), sorted.
-fn shape(sketch: &DataSketchesHll) -> (u8, Mode, Vec<u32>) {
+fn shape(sketch: &DataSketchesHll) -> (u8, HllMode, Vec<u32>) {
     let mut coupons: Vec<u32> = sketch.coupons().collect();
     coupons.sort_unstable();
     (sketch.lg_k(), sketch.mode(), coupons)
@@ -222,6 +222,28 @@ fn an_hll_4_image_with_an_impossible_floor_is_refused() {
     let mut bytes = image("ints_k12_HLL_8_3000", "compact");
     bytes[16..24].copy_from_slice(&1e-300_f64.to_le_bytes()); // kxq0: an infinite estimate
     assert!(DataSketchesHll::from_bytes(&bytes).is_err());
+    let mut bytes = image("ints_k12_HLL_8_3000", "compact");
+    bytes[8..16].copy_from_slice(&f64::MAX.to_le_bytes()); // HIP: an infinite upper bound
+    assert!(DataSketchesHll::from_bytes(&bytes).is_err());
+}
+
+#[test]
+fn sums_that_disagree_with_the_registers_never_give_an_infinite_estimate() {
+    // An image whose registers are small but whose sums claim they are all near 63: updates
+    // would subtract 2^-r from a sum that holds less, and drive it to zero or below.
+    let mut sketch = DataSketchesHll::new(4, HllType::Hll8).expect("lg_k");
+    (0..100_i64).for_each(|i| sketch.update(i));
+    let mut bytes = sketch.to_bytes();
+    bytes[16..24].copy_from_slice(&(16.0 * 2_f64.powi(-62)).to_le_bytes()); // kxq0
+    bytes[24..32].copy_from_slice(&0.0_f64.to_le_bytes()); // kxq1
+    bytes[40..56].fill(0); // every register back to zero
+    let mut damaged = DataSketchesHll::from_bytes(&bytes).expect("sums in range");
+    for i in 0..1_000_i64 {
+        damaged.update(i);
+        assert!(damaged.estimate().is_finite() && damaged.estimate() >= 0.0);
+        assert!(damaged.composite_estimate().is_finite() && damaged.composite_estimate() >= 0.0);
+    }
+    accepted_state_is_whole(&damaged);
 }
 
 #[test]
@@ -266,7 +288,7 @@ fn conversions_to_the_crates_hyperloglog_keep_the_registers() {
         assert_eq!(converted.dense_registers(), hll.dense_registers(), "lg_k {lg_k}");
         let back = DataSketchesHll::from_hyperloglog(&converted, HllType::Hll6).expect("its own seed");
         let mut registers = sketch.clone();
-        if registers.mode() != Mode::Hll {
+        if registers.mode() != HllMode::Hll {
             registers.state = DataSketchesHll::promoted(lg_k, &sketch.coupons().collect::<Vec<_>>(), 0);
         }
         let (_, _, ours) = shape(&registers);
@@ -310,6 +332,32 @@ proptest! {
         bytes.extend_from_slice(&body);
         if let Ok(sketch) = DataSketchesHll::from_bytes(&bytes) {
             accepted_state_is_whole(&sketch);
+        }
+    }
+
+    /// An image's estimator fields, whatever they hold: refused, or a sketch that stays whole
+    /// (finite estimates, images that read back) through further updates and merges.
+    #[test]
+    fn any_estimator_fields_give_a_whole_sketch_or_an_error(
+        fields in prop::collection::vec(prop_oneof![
+            any::<f64>(),
+            prop::sample::select(vec![0.0, -0.0, 1e-300, 2_f64.powi(-59), 2_f64.powi(-58), 0.5, 16.0, 256.0, 1e30]),
+        ], 3),
+        zero_from in 0_usize..=256,
+        more in stream(),
+    ) {
+        let mut sketch = DataSketchesHll::new(8, HllType::Hll8).expect("lg_k");
+        (0..5_000_i64).for_each(|i| sketch.update(i));
+        let mut bytes = sketch.to_bytes();
+        for (at, f) in fields.iter().enumerate() {
+            bytes[8 + 8 * at..16 + 8 * at].copy_from_slice(&f.to_le_bytes());
+        }
+        bytes[40 + zero_from..].fill(0);
+        if let Ok(mut read) = DataSketchesHll::from_bytes(&bytes) {
+            more.iter().for_each(|&i| read.update(i64::from(i)));
+            accepted_state_is_whole(&read);
+            read.merge(&sketch).expect("merge");
+            accepted_state_is_whole(&read);
         }
     }
 
