@@ -105,6 +105,14 @@ fn our_sketches() -> BTreeMap<String, DataSketchesHll> {
     let mut merged = out["strings_k9_6_150"].clone();
     merged.merge(&out["ints_k16_8_60000"]).expect("merge");
     out.insert("merged_b".into(), merged);
+    // The ends of lg_k: 7 (a list turns into registers), 21 (a set of up to 196 608 coupons).
+    for (lg_k, n, target) in
+        [(7_u8, 1_000_i64, HllType::Hll6), (21, 150_000, HllType::Hll8), (21, 400_000, HllType::Hll4)]
+    {
+        let mut sketch = DataSketchesHll::new(lg_k, target).expect("lg_k");
+        (0..n).for_each(|i| sketch.update(i));
+        out.insert(format!("ends_k{lg_k}_{n}"), sketch);
+    }
     let mut floats = DataSketchesHll::new(12, HllType::Hll4).expect("lg_k");
     (0..40_000).for_each(|i| floats.update(f64::from(i) / 3.0));
     floats.update(f64::NAN);
