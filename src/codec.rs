@@ -110,7 +110,7 @@ pub(crate) const ENVELOPE_LEN: usize = HEADER_LEN + CHECKSUM_LEN;
 /// | 6 | `CountingBloom` | 15 | `stream::ShuffleGrouping` |
 /// | 7 | `Reservoir` | 16 | `stream::PartialKeyGrouping` |
 /// | 8 | `WeightedReservoir` | 17 | `stream::DChoices` |
-/// | 9 | `PrioritySample` | | |
+/// | 9 | `PrioritySample` | 18 | `quantiles::DDSketch` |
 ///
 /// ```
 /// use synopses::cardinality::HyperLogLog;
@@ -437,6 +437,16 @@ impl Writer {
         item.encode(&mut self.buf);
     }
 
+    /// Appends `v` as an LEB128 varint: seven bits a byte, low first, the top bit set on every
+    /// byte but the last ([`varint_len`] bytes).
+    pub(crate) fn put_varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.buf.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.buf.push(v as u8);
+    }
+
     /// Appends bytes as they are (an item already encoded, say).
     pub(crate) fn put_bytes(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
@@ -455,6 +465,11 @@ impl Writer {
         debug_assert_eq!(self.buf.len(), self.encoded_len, "a type's encoded_len disagrees with its encoding");
         self.buf
     }
+}
+
+/// The bytes [`Writer::put_varint`] takes for `v`.
+pub(crate) fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// Reads a body after [`Reader::open`] (or [`Reader::open_versions`]) has checked the envelope;
@@ -522,6 +537,27 @@ impl<'a> Reader<'a> {
 
     pub(crate) fn u64(&mut self) -> Result<u64, DecodeError> {
         self.array().map(u64::from_le_bytes)
+    }
+
+    /// An LEB128 varint (see [`Writer::put_varint`]): at most 10 bytes, in its shortest form,
+    /// within 64 bits.
+    pub(crate) fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut v = 0_u64;
+        for i in 0..10 {
+            let byte = self.u8()?;
+            let bits = u64::from(byte & 0x7f);
+            if i == 9 && bits > 1 {
+                return Err(DecodeError::InvalidField { field: "varint", reason: "more than 64 bits" });
+            }
+            v |= bits << (7 * i);
+            if byte & 0x80 == 0 {
+                if byte == 0 && i > 0 {
+                    return Err(DecodeError::InvalidField { field: "varint", reason: "not in its shortest form" });
+                }
+                return Ok(v);
+            }
+        }
+        Err(DecodeError::InvalidField { field: "varint", reason: "more than 10 bytes" })
     }
 
     pub(crate) fn f64(&mut self) -> Result<f64, DecodeError> {

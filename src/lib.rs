@@ -185,6 +185,7 @@ pub mod frequency;
 pub mod hash;
 pub mod membership;
 pub mod prelude;
+pub mod quantiles;
 pub mod sampling;
 pub mod shedding;
 pub mod stream;
