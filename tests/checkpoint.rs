@@ -13,6 +13,7 @@ use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog}
 use synopses::core::{Operator, Weight};
 use synopses::frequency::{CountMin, HeavyHitters};
 use synopses::membership::{Bloom, CountingBloom};
+use synopses::quantiles::DDSketch;
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use synopses::stream::{Checkpoints, Snapshot};
 
@@ -221,6 +222,7 @@ feeds! {
     Reservoir<u64> => |s, i| s.observe(i);
     WeightedReservoir<u64> => |s, i| s.observe_weighted(i, Weight::new(1.0 + (i % 7) as f64).expect("positive"));
     PrioritySample<u64> => |s, i| s.observe_weighted(i, Weight::new(1.0 + (i % 7) as f64).expect("positive"));
+    DDSketch => |s, i| s.add(common::spread_value(i)).expect("finite");
 }
 
 /// Every reachable state of `S` (its examples: empty, sparse, dense, merged, full, ...),

@@ -33,6 +33,7 @@ use synopses::codec::Codec;
 use synopses::frequency::{CountMin, HeavyHitters};
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_bytes};
 use synopses::membership::{Bloom, CountingBloom};
+use synopses::quantiles::DDSketch;
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -481,6 +482,14 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("weighted_5_seed2024.bin digest of the answers", 0x957C8AA801CF0467),
     ("priority_8_seed2024.bin", 0x408F400000000000), // 1000
     ("priority_8_seed2024.bin digest of the answers", 0xE8BFDEEA60204DE9),
+    ("dd_1pct_empty.bin", 0x0000000000000000), // 0
+    ("dd_1pct_empty.bin digest of the answers", 0xEE8769F148511BF5),
+    ("dd_1pct_latencies.bin", 0x40B3880000000000), // 5000
+    ("dd_1pct_latencies.bin digest of the answers", 0x3B6EC7FB67082E30),
+    ("dd_2pct_cubic_spread.bin", 0x40A7700000000000), // 3000
+    ("dd_2pct_cubic_spread.bin digest of the answers", 0xD899FE2187FE39DB),
+    ("dd_5pct_linear_64bins_highest.bin", 0x40A7700000000000), // 3000
+    ("dd_5pct_linear_64bins_highest.bin digest of the answers", 0x51C1115B3B8632D9),
     ("hll p12 0..100k register_estimate", 0x40F8C5934BA36353), // 101465.2059663658
     ("hll p12 0..100k reduce(8)", 0x40F8BC1E909F04AC),         // 101313.91030790162
     ("hll p14 seed 7 0..1M estimate", 0x412E319560005665),     // 989386.6875025748

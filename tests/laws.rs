@@ -17,6 +17,7 @@ use synopses::cardinality::{ExaLogLog, ExaLogLogShape, FlajoletMartin, HyperLogL
 use synopses::core::{Mergeable, Operator};
 use synopses::frequency::{CountMin, Update};
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
+use synopses::quantiles::{Collapse, DDSketch, IndexMapping};
 
 /// What the laws take of a type: `tests/common`'s `Subject` (answers, codec, merge), fed `u64`
 /// items.
@@ -240,6 +241,22 @@ fn cm_rule(conservative: bool) -> Update {
     if conservative { Update::Conservative } else { Update::Standard }
 }
 
+/// A DDSketch of the given configuration (the mapping by its number).
+fn ddsketch(alpha: f64, mapping: u8, bins: u32, highest: bool) -> DDSketch {
+    let mapping = [IndexMapping::Logarithmic, IndexMapping::LinearInterpolation, IndexMapping::CubicInterpolation]
+        [usize::from(mapping)];
+    let collapse = if highest { Collapse::Highest } else { Collapse::Lowest };
+    DDSketch::builder(alpha).mapping(mapping).max_bins(bins).collapse(collapse).build().expect("valid")
+}
+
+/// A DDSketch that added `items` as values of both signs, zeros and 60 orders of magnitude
+/// (`tests/common`'s `spread_value`).
+fn dd_observed(empty: &DDSketch, items: &[u64]) -> DDSketch {
+    let mut s = empty.clone();
+    items.iter().for_each(|&i| s.add(common::spread_value(i)).expect("finite"));
+    s
+}
+
 fn cuts() -> impl Strategy<Value = Vec<Index>> {
     prop::collection::vec(any::<Index>(), 0..4)
 }
@@ -278,6 +295,38 @@ proptest! {
     fn ell_algebra(p in 2_u8..=9, t in 0_u8..=4, d in 0_u8..=26, a in items(), b in items(), c in items()) {
         let d = d.min(26 - t);
         algebra_laws(&ExaLogLog::with_shape_and_seed(ExaLogLogShape { precision: p, t, d }, 5).unwrap(), &a, &b, &c, true)?;
+    }
+
+    /// DDSketch adds counts bucket by bucket: the partition law holds bit for bit, bucket
+    /// limits (which collapse the same keys whatever the order) included.
+    #[test]
+    fn ddsketch_partition_law(alpha in 0.001_f64..0.2, mapping in 0_u8..3, bins in 1_u32..=64, highest in any::<bool>(), items in items(), cuts in cuts()) {
+        let empty = ddsketch(alpha, mapping, bins, highest);
+        let whole = dd_observed(&empty, &items);
+        let mut union = empty.empty_like();
+        for part in split(&items, &cuts) {
+            union.merge(&dd_observed(&empty, part)).expect("same configuration");
+        }
+        prop_assert_eq!(&union, &whole);
+        prop_assert_eq!(state_answers(&union), state_answers(&whole));
+    }
+
+    /// Commutative, associative, the empty identity, and merging decoded sketches is merging
+    /// the sketches (a sum: not idempotent).
+    #[test]
+    fn ddsketch_algebra(alpha in 0.001_f64..0.2, mapping in 0_u8..3, bins in 1_u32..=64, highest in any::<bool>(), a in items(), b in items(), c in items()) {
+        let e = ddsketch(alpha, mapping, bins, highest);
+        let (a, b, c) = (dd_observed(&e, &a), dd_observed(&e, &b), dd_observed(&e, &c));
+        let ab = merged(&a, &b);
+        prop_assert_eq!(&ab, &merged(&b, &a));
+        prop_assert_eq!(merged(&ab, &c), merged(&a, &merged(&b, &c)));
+        prop_assert_eq!(&merged(&a, &e), &a);
+        prop_assert_eq!(&merged(&e, &a), &a);
+        prop_assert_eq!(merged(&roundtrip(&a), &roundtrip(&b)), ab);
+        // Another configuration: an error, and nothing changed.
+        let mut other = a.clone();
+        prop_assert!(other.merge(&ddsketch(alpha * 1.5, mapping, bins, highest)).is_err());
+        prop_assert_eq!(&other, &a);
     }
 
     /// `a == b` exactly when the bytes are equal, and then every answer is equal.

@@ -584,6 +584,9 @@ impl DDSketch {
             if len > 0 && (i64::from(offset).abs() > bound || top.abs() > bound) {
                 return Err(invalid("store", "a key beyond the range of doubles"));
             }
+            if len == 0 && offset != 0 {
+                return Err(invalid("store", "an empty store has offset 0"));
+            }
             let mut counts = Vec::with_capacity(len);
             for _ in 0..len {
                 counts.push(r.varint()?);

@@ -15,6 +15,7 @@ use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
 use synopses::hash::DEFAULT_SEED;
 use synopses::hash::hash_bytes;
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
+use synopses::quantiles::{Collapse, DDSketch, IndexMapping};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 
 /// Every confidence level, for answers that take one.
@@ -69,6 +70,7 @@ macro_rules! for_each_subject {
             reservoir: Reservoir<u64>,
             weighted_reservoir: WeightedReservoir<u64>,
             priority_sample: PrioritySample<u64>,
+            ddsketch: DDSketch,
         }
     };
 }
@@ -726,5 +728,90 @@ impl Subject for PrioritySample<u64> {
 
     fn fixtures() -> Vec<(&'static str, Self)> {
         vec![("priority_8_seed2024.bin", fed(PrioritySample::new(8, 2024), weighted_stream()))]
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantiles
+// ---------------------------------------------------------------------------------------------
+
+/// The value a quantile sketch's examples take for item `i`: both signs, zeros, and magnitudes
+/// over 60 orders of magnitude, so that small bucket limits collapse.
+pub fn spread_value(i: u64) -> f64 {
+    let u = (i as f64 * 0.618_033_988_749_895).fract();
+    match i % 11 {
+        0 => 0.0,
+        1..=3 => -(u * 138.0 - 69.0).exp(),
+        _ => (u * 138.0 - 69.0).exp(),
+    }
+}
+
+impl Answers for DDSketch {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![
+            self.count() as f64,
+            self.rejected() as f64,
+            self.buckets() as f64,
+            self.min().unwrap_or(0.0),
+            self.max().unwrap_or(0.0),
+        ];
+        out.extend((0..=100).map(|i| self.quantile(f64::from(i) / 100.0).expect("q").unwrap_or(0.0)));
+        out.extend([0.999, 0.9999].map(|q| self.quantile(q).expect("q").unwrap_or(0.0)));
+        out
+    }
+}
+
+impl Subject for DDSketch {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.add(1.5).expect("finite");
+        more.add_weighted(-3.0, 7).expect("finite");
+        let _ = more.quantile(0.5);
+        let mut twice = more.clone();
+        twice.merge(&more).expect("the same configuration");
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        let cases = [
+            ((0.01, IndexMapping::Logarithmic, 2048, Collapse::Lowest), 3),
+            ((0.02, IndexMapping::LinearInterpolation, 16, Collapse::Lowest), 500),
+            ((0.05, IndexMapping::CubicInterpolation, 8, Collapse::Highest), 2_000),
+            ((0.001, IndexMapping::Logarithmic, 1 << 16, Collapse::Highest), 20_000),
+        ];
+        sketch_examples(
+            "ddsketch",
+            &cases,
+            |(alpha, mapping, bins, collapse)| {
+                DDSketch::builder(alpha).mapping(mapping).max_bins(bins).collapse(collapse).build().expect("valid")
+            },
+            |s, i| s.add(spread_value(i)).expect("finite"),
+        )
+    }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        let spread = |s: Result<DDSketch, synopses::ConfigError>, n: u64| {
+            let mut s = s.expect("valid");
+            (0..n).for_each(|i| s.add(spread_value(i)).expect("finite"));
+            s
+        };
+        vec![
+            ("dd_1pct_empty.bin", DDSketch::new(0.01).expect("valid")),
+            ("dd_1pct_latencies.bin", fed(DDSketch::new(0.01), (1..=5_000_u64).map(|i| (i * i) % 9_973))),
+            (
+                "dd_2pct_cubic_spread.bin",
+                spread(DDSketch::builder(0.02).mapping(IndexMapping::CubicInterpolation).build(), 3_000),
+            ),
+            (
+                "dd_5pct_linear_64bins_highest.bin",
+                spread(
+                    DDSketch::builder(0.05)
+                        .mapping(IndexMapping::LinearInterpolation)
+                        .max_bins(64)
+                        .collapse(Collapse::Highest)
+                        .build(),
+                    3_000,
+                ),
+            ),
+        ]
     }
 }
