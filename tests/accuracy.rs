@@ -1526,3 +1526,125 @@ fn skewed_keys_balance_with_two_and_with_d_choices() {
     assert!(pkg.imbalance() > 1.0, "two choices should not carry a 61 % key: {:.3}", pkg.imbalance());
     assert!(d.imbalance() <= 0.1, "d choices: {:.4}", d.imbalance());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Quantiles
+// ---------------------------------------------------------------------------------------------
+
+/// DDSketch's guarantee is deterministic, so it is checked on every quantile of every stream,
+/// not statistically: for `q = i/200` the answer is within `α·|x|` of `x`, the value of rank
+/// `⌊q·(n − 1)⌋`, up to floating-point rounding (a relative 10⁻⁹ here; the mapping's own
+/// rounding is near 10⁻¹³), for uniform, log-normal and Pareto streams in every order (sorted,
+/// reversed, shuffled), every mapping, one pass and merges of 2 to 64 parts.
+fn ddsketch_within_alpha(sketch: &synopses::quantiles::DDSketch, values: &[f64], label: &str) {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let alpha = sketch.relative_accuracy();
+    for i in 0..=200 {
+        let q = f64::from(i) / 200.0;
+        let truth = sorted[(q * (sorted.len() - 1) as f64).floor() as usize];
+        let got = sketch.quantile(q).expect("q").expect("not empty");
+        assert!((got - truth).abs() <= alpha * truth.abs() * (1.0 + 1e-9), "{label}, q {q}: {got} against {truth}");
+    }
+}
+
+/// `n` values of a distribution from a seeded generator: uniform on (0, 1000), log-normal
+/// (μ 0, σ 2), Pareto (shape 1.1), or a mix of signs and zeros over 40 orders of magnitude.
+fn quantile_stream(kind: &str, n: usize, seed: u64) -> Vec<f64> {
+    let mut state = seed;
+    let mut uniform = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1_u64 << 53) as f64 + 0.5 / (1_u64 << 53) as f64
+    };
+    (0..n)
+        .map(|_| match kind {
+            "uniform" => uniform() * 1000.0,
+            "lognormal" => {
+                let (u, v) = (uniform(), uniform());
+                (2.0 * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()).exp()
+            }
+            "pareto" => uniform().powf(-1.0 / 1.1),
+            _ => {
+                let (u, v) = (uniform(), uniform());
+                if v < 0.05 {
+                    0.0
+                } else if v < 0.4 {
+                    -(u * 92.0 - 46.0).exp()
+                } else {
+                    (u * 92.0 - 46.0).exp()
+                }
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn ddsketch_every_quantile_within_alpha_in_every_order_and_after_merges() {
+    use synopses::quantiles::{DDSketch, IndexMapping};
+    for (kind, seed) in [("uniform", 1), ("lognormal", 2), ("pareto", 3), ("mixed", 4)] {
+        let values = quantile_stream(kind, 20_000, seed);
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        let reversed: Vec<f64> = sorted.iter().rev().copied().collect();
+        for mapping in [IndexMapping::Logarithmic, IndexMapping::LinearInterpolation, IndexMapping::CubicInterpolation]
+        {
+            for alpha in [0.001, 0.01, 0.05] {
+                let empty = DDSketch::builder(alpha).mapping(mapping).max_bins(1 << 20).build().expect("valid");
+                for (order, stream) in [("shuffled", &values), ("sorted", &sorted), ("reversed", &reversed)] {
+                    let mut one = empty.clone();
+                    stream.iter().for_each(|&x| one.add(x).expect("finite"));
+                    ddsketch_within_alpha(&one, stream, &format!("{kind} {mapping:?} α {alpha} {order}"));
+                    for parts in [2, 64] {
+                        let mut merged = empty.clone();
+                        for chunk in stream.chunks(stream.len().div_ceil(parts)) {
+                            let mut part = empty.clone();
+                            chunk.iter().for_each(|&x| part.add(x).expect("finite"));
+                            merged.merge(&part).expect("same configuration");
+                        }
+                        assert_eq!(merged, one, "{kind} {order}: the merge of {parts} parts");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// With a bucket limit, the quantiles whose value lies in the kept buckets keep the guarantee,
+/// and the others stay within the exact extremes and the kept range.
+#[test]
+fn ddsketch_collapsed_buckets_keep_the_guarantee_above_them() {
+    use synopses::quantiles::{Collapse, DDSketch};
+    let values = quantile_stream("lognormal", 50_000, 7);
+    let mut sorted = values.clone();
+    sorted.sort_by(f64::total_cmp);
+    for collapse in [Collapse::Lowest, Collapse::Highest] {
+        // The values span about 850 buckets of α = 1 %: 600 keep two thirds of that range.
+        let mut sketch = DDSketch::builder(0.01).max_bins(600).collapse(collapse).build().expect("valid");
+        values.iter().for_each(|&x| sketch.add(x).expect("finite"));
+        assert!(sketch.buckets() <= 600);
+        let (gamma, mut kept) = ((1.01_f64 / 0.99).ln(), 0);
+        for i in 0..=1000 {
+            let q = f64::from(i) / 1000.0;
+            let truth = sorted[(q * (sorted.len() - 1) as f64).floor() as usize];
+            let got = sketch.quantile(q).expect("q").expect("not empty");
+            // 600 buckets of ln γ each below the largest (or above the smallest) value.
+            let in_window = match collapse {
+                Collapse::Lowest => (sorted[sorted.len() - 1].ln() - truth.ln()) / gamma < 598.0,
+                Collapse::Highest => (truth.ln() - sorted[0].ln()) / gamma < 598.0,
+            };
+            if in_window {
+                kept += 1;
+                assert!(
+                    (got - truth).abs() <= 0.01 * truth * (1.0 + 1e-9),
+                    "{collapse:?} q {q}: {got} against {truth}"
+                );
+            }
+            assert!((sorted[0]..=sorted[sorted.len() - 1]).contains(&got));
+        }
+        assert!(kept > 500, "{collapse:?}: the window keeps most quantiles ({kept} of 1001)");
+        assert!(kept < 1001, "{collapse:?}: something collapsed");
+    }
+}
