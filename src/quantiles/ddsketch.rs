@@ -451,32 +451,23 @@ impl DDSketch {
         if self.count == 0 {
             return Ok(None);
         }
-        let rank = q * (self.count - 1) as f64;
-        let mut seen = 0_u64;
-        let mut found = None;
-        let mut visit = |value: f64, count: u64| {
-            seen = seen.saturating_add(count);
-            if found.is_none() && seen as f64 > rank {
-                found = Some(value);
+        // The value of rank ⌊q·(n − 1)⌋ is in the bucket where the running count passes it.
+        let target = u128::from((q * (self.count - 1) as f64).floor() as u64);
+        let mut seen = 0_u128;
+        let lowest_first = self.collapse == Collapse::Lowest;
+        // Value order: negative values (largest magnitude first), zeros, positive values.
+        let value = if let Some(key) = self.negative.find(lowest_first, &mut seen, target) {
+            -self.mapping.value(self.key_index(key, true))
+        } else if self.zeros > 0 && seen + u128::from(self.zeros) > target {
+            0.0
+        } else {
+            seen += u128::from(self.zeros);
+            match self.positive.find(lowest_first, &mut seen, target) {
+                Some(key) => self.mapping.value(self.key_index(key, false)),
+                None => self.max,
             }
         };
-        // Value order: negative values (largest magnitude first), zeros, positive values.
-        let negative = |(key, count): (i32, u64)| (-self.mapping.value(self.key_index(key, true)), count);
-        let positive = |(key, count): (i32, u64)| (self.mapping.value(self.key_index(key, false)), count);
-        if self.collapse == Collapse::Lowest {
-            self.negative.iter().map(negative).for_each(|(v, c)| visit(v, c));
-        } else {
-            self.negative.iter().rev().map(negative).for_each(|(v, c)| visit(v, c));
-        }
-        if self.zeros > 0 {
-            visit(0.0, self.zeros);
-        }
-        if self.collapse == Collapse::Lowest {
-            self.positive.iter().map(positive).for_each(|(v, c)| visit(v, c));
-        } else {
-            self.positive.iter().rev().map(positive).for_each(|(v, c)| visit(v, c));
-        }
-        Ok(Some(found.unwrap_or(self.max).clamp(self.min, self.max)))
+        Ok(Some(value.clamp(self.min, self.max)))
     }
 
     /// The bucket index of a store key (the inverse of [`key`](Self::key)).
