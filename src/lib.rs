@@ -40,12 +40,14 @@
 //! | which items are most frequent? | [`frequency::HeavyHitters`] | counts within `N/(k+1)` below the truth, always | `k` to `2k` items and counts |
 //! | have I seen this item? | [`membership::Bloom`] | false positives `≈ (1 − e^(−kn/m))^k`, no false negatives | `m` bits, ≈ 9.6 per item at 1 % |
 //! | is this item in the set now (with removals)? | [`membership::CountingBloom`] | as Bloom, while only members are removed | `m` counters of 4 bits, ≈ 4.8 bytes per item at 1 % |
+//! | what are the p50, p99, p99.9 of these numbers? | [`quantiles::DDSketch`] | within `α·|x|` of every true quantile `x`, deterministically | one counter a bucket, `ln(max/min)/ln((1+α)/(1−α))` buckets, at most 2048 a sign by default |
 //! | a few typical items, for any later question | [`sampling::Reservoir`] | a uniform sample: a mean's error `σ/√k` | `k` items |
 //! | items drawn in proportion to weight | [`sampling::WeightedReservoir`] | without replacement (PPSWOR) | `k` items and weights |
 //! | the total weight of any subset, decided later | [`sampling::PrioritySample`] | unbiased, with an unbiased variance estimate | `k + 1` items and weights |
 //! | keep up with an overloaded stream | [`shedding::LoadShedder`] in front of any of them | unbiased counts and sums ([`shedding::HorvitzThompson`]) with their variance | that of the operator behind it |
 //! | any of these over the last N items, or the last hour of event time | [`stream::CountWindow`], [`stream::TimeWindow`] around any mergeable one | that of one synopsis over the window's items | `panes + 3` synopses, plus the panes open for late items |
 //! | a Redis HyperLogLog (`PFADD`, `PFCOUNT`, `PFMERGE`): read, update, merge, write back | [`formats::RedisHyperLogLog`] | `1.04/√16 384` = 0.81 %, `PFCOUNT`'s own number | 12 304 bytes dense, less sparse (Redis's string) |
+//! | an Apache DataSketches HLL sketch (Java, C++, Python): read, update, union, write back | [`formats::DataSketchesHll`] | HIP `0.83/√k`, composite `1.04/√k`: DataSketches' own numbers | `k/2` to `k` bytes (HLL_4 to HLL_8), less in list and set mode |
 //!
 //! # Merging and parallel partitions
 //!
