@@ -1,4 +1,4 @@
-//! Quantile sketches against their peers, on the same values: 10⁶ draws each from a uniform
+//! Quantile sketches against their peers, on the same values: 10⁷ draws each from a uniform
 //! (0, 1000), a log-normal (μ 0, σ 2) and a Pareto (shape 1.1) distribution.
 //!
 //! - `quantiles/add/<distribution>`: adding every value to a fresh sketch. Ours with each
@@ -22,7 +22,7 @@ use sketches_ddsketch::{Config, DDSketch as PeerDDSketch};
 use synopses::core::Mergeable;
 use synopses::quantiles::{DDSketch, IndexMapping};
 
-const N: usize = 1_000_000;
+const N: usize = 10_000_000;
 const ALPHA: f64 = 0.01;
 const BINS: u32 = 2048;
 

@@ -1,5 +1,5 @@
 //! DDSketch against `sketches-ddsketch` at the same relative accuracy: memory, serialized size,
-//! and the error of p50, p99 and p99.9, on 10⁶ (or `N`) values from a uniform, a log-normal
+//! and the error of p50, p99 and p99.9, on 10⁷ (or `N`) values from a uniform, a log-normal
 //! and a Pareto distribution.
 //!
 //! ```text
@@ -22,7 +22,7 @@ fn splitmix64(state: &mut u64) -> u64 {
 }
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000_000);
     let mut state = 0x0123_4567_89AB_CDEF_u64;
     let mut uniform = move || ((splitmix64(&mut state) >> 11) as f64 + 0.5) / (1_u64 << 53) as f64;
     let mut draw = |f: &dyn Fn(f64, f64) -> f64| (0..n).map(|_| f(uniform(), uniform())).collect::<Vec<f64>>();
