@@ -153,10 +153,17 @@ impl DDSketchBuilder {
         if !(1..=MAX_BINS).contains(&self.max_bins) {
             return Err(ConfigError::new("max_bins", self.max_bins, "from 1 to 2^20 buckets"));
         }
-        Ok(DDSketch {
-            mapping: Mapping::new(self.mapping, self.alpha),
-            max_bins: self.max_bins,
-            collapse: self.collapse,
+        Ok(DDSketch::empty(Mapping::new(self.mapping, self.alpha), self.max_bins, self.collapse))
+    }
+}
+
+impl DDSketch {
+    /// The empty sketch of a checked configuration.
+    fn empty(mapping: Mapping, max_bins: u32, collapse: Collapse) -> Self {
+        Self {
+            mapping,
+            max_bins,
+            collapse,
             positive: Store::default(),
             negative: Store::default(),
             zeros: 0,
@@ -164,11 +171,9 @@ impl DDSketchBuilder {
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
             rejected: 0,
-        })
+        }
     }
-}
 
-impl DDSketch {
     /// An empty sketch of relative accuracy `alpha`, with the logarithmic mapping and 2048
     /// buckets a sign, collapsing the lowest.
     ///
@@ -680,16 +685,7 @@ impl Mergeable for DDSketch {
     /// # Ok::<(), synopses::ConfigError>(())
     /// ```
     fn empty_like(&self) -> Self {
-        Self {
-            positive: Store::default(),
-            negative: Store::default(),
-            zeros: 0,
-            count: 0,
-            min: f64::INFINITY,
-            max: f64::NEG_INFINITY,
-            rejected: 0,
-            ..self.clone()
-        }
+        Self::empty(self.mapping, self.max_bins, self.collapse)
     }
 
     fn size_in_bytes(&self) -> usize {

@@ -36,36 +36,12 @@ impl Store {
         self.add_outside(key, weight, limit);
     }
 
-    /// [`add`](Self::add) for a key outside the window: the window grows, and may collapse.
+    /// [`add`](Self::add) for a key outside the window: a merge with the store of that one key,
+    /// which moves the window (at most `limit` keys, whatever the jump: a key far above the
+    /// window collapses it instead of growing it first).
+    #[cold]
     fn add_outside(&mut self, key: i32, weight: u64, limit: usize) {
-        if self.counts.is_empty() {
-            self.offset = key;
-            self.counts.push(weight);
-            return;
-        }
-        let top = self.top().max(i64::from(key));
-        let floor = top - limit as i64 + 1;
-        if top > self.top() {
-            let grow = (top - self.top()) as usize;
-            self.counts.resize(self.counts.len() + grow, 0);
-        }
-        if floor > i64::from(self.offset) {
-            // Collapse: everything below the window's floor goes into its lowest bucket.
-            let cut = (floor - i64::from(self.offset)) as usize;
-            let below = self.counts[..cut].iter().fold(0_u64, |s, &c| s.saturating_add(c));
-            self.counts.drain(..cut);
-            self.offset = floor as i32;
-            self.counts[0] = self.counts[0].saturating_add(below);
-        }
-        let key = i64::from(key).max(floor) as i32;
-        if key < self.offset {
-            let grow = (self.offset - key) as usize;
-            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
-            self.offset = key;
-        }
-        let at = (key - self.offset) as usize;
-        self.counts[at] = self.counts[at].saturating_add(weight);
-        self.trim();
+        self.merge(&Store { offset: key, counts: vec![weight] }, limit);
     }
 
     /// Drops zero counts at the ends (a collapse can leave the window's new floor empty only
@@ -230,6 +206,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_far_key_moves_the_window_without_growing_past_the_limit() {
+        // Keys 2^29 apart (the ends of the doubles at the finest accuracy): the window stays
+        // at most `limit` wide at every step, so no step allocates more than it.
+        let mut s = Store::default();
+        for (key, weight) in [(0, 1), (1 << 29, 2), (-(1 << 29), 3), (1 << 29, 1), ((1 << 29) - 2, 4)] {
+            s.add(key, weight, 4);
+            assert!(s.counts.len() <= 4, "{s:?}");
+        }
+        assert_eq!((s.offset, s.counts.clone()), ((1 << 29) - 3, vec![4, 4, 0, 3]));
     }
 
     #[test]

@@ -18,8 +18,8 @@
 //! the table they came from); an updatable one the whole table, empty slots included.
 
 use super::{
-    DataSketchesHll, HllType, KEY_BITS, KEY_MASK, LIST_CAPACITY, Registers, State, count_equal, min_max, set_find,
-    set_of, sums_in_range,
+    DataSketchesHll, HIP_MAX, HllType, KEY_BITS, KEY_MASK, LIST_CAPACITY, Registers, State, count_equal, min_max,
+    set_find, set_of, sums_in_range,
 };
 use crate::cardinality::hyperloglog::{pack_six_bit_registers, unpack_six_bit_registers};
 use crate::core::DecodeError;
@@ -194,10 +194,7 @@ fn registers(
     if !sums_in_range(kxq0, kxq1, k) {
         return Err(field("kxq", "the sums of 2^-r lie between k·2^-63 and k"));
     }
-    // HIP adds at most 2^63 (k over the floor of `Registers::kxq`) for each of at most 63·k
-    // register changes: below 2^90 for any lg_k. Above 2^100 an image is refused, so that the
-    // bounds (the estimate over 1 − ε) stay finite.
-    if !(0.0..=2_f64.powi(100)).contains(&hip) {
+    if !(0.0..=HIP_MAX).contains(&hip) {
         return Err(field("HIP accumulator", "from 0 to 2^100"));
     }
     let aux_count = b.u32(36)? as usize;

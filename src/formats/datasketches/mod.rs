@@ -194,6 +194,10 @@ const SEED: u32 = 9001;
 /// Bits of a coupon's address.
 const KEY_BITS: u32 = 26;
 const KEY_MASK: u32 = (1 << KEY_BITS) - 1;
+/// The largest HIP accumulator: 2^100. A sketch's own never passes 2^90 (each of at most 63·k
+/// register changes adds at most 2^63, `k` over the least sum `k · 2^−63`), and below this the
+/// bounds (the estimate over 1 − ε) stay finite.
+const HIP_MAX: f64 = 1_267_650_600_228_229_401_496_703_205_376.0;
 /// Coupons a list holds before it turns into a set (or registers).
 const LIST_CAPACITY: usize = 8;
 /// The first size of a set's table (log₂).
@@ -446,7 +450,9 @@ impl Registers {
             return false;
         }
         if !self.out_of_order {
-            self.hip += k as f64 / self.kxq();
+            // Never above HIP_MAX (reached only from an image's HIP near it), so that what an
+            // update makes, the decoder reads.
+            self.hip = (self.hip + k as f64 / self.kxq()).min(HIP_MAX);
         }
         if old < 32 {
             self.kxq0 -= estimate::inverse_power_of_two(old);
@@ -490,6 +496,21 @@ impl Registers {
     /// `Σ 2^−r`: at least `k · 2^−63` (see [`sums_in_range`]), so the estimates are finite.
     fn kxq(&self) -> f64 {
         self.kxq0 + self.kxq1
+    }
+
+    /// A copy of these registers (of a sketch of type `target`) as an HLL_8 union gadget of at
+    /// most `2^lg_k` registers, as DataSketches copies them: folded if larger, with `kxq`
+    /// replayed where DataSketches recomputes it (a fold, another type); HIP and the order flag
+    /// are kept.
+    fn folded_copy(&self, target: HllType, lg_k: u8) -> Registers {
+        let mut copy = self.clone();
+        if self.lg_k() > lg_k {
+            copy.values = self.downsampled(lg_k);
+            copy.replay();
+        } else if target != HllType::Hll8 {
+            copy.replay();
+        }
+        copy
     }
 
     /// These registers folded onto `2^lg_k` of them (`lg_k` at most theirs): the maximum of
@@ -966,50 +987,41 @@ impl DataSketchesHll {
             }
             State::Hll(theirs) => {
                 if self.is_empty() {
-                    *self = src.copy_or_downsample(lg_max_k);
+                    *self = Self::gadget(theirs.folded_copy(src.target, lg_max_k));
                     return false;
                 }
-                if !matches!(self.state, State::Hll(_)) {
-                    // A list or set gadget: their registers, then our coupons. Folded
-                    // registers have their sums recomputed only at the end: DataSketches adds
-                    // the coupons to HIP against the sums of empty registers meanwhile.
-                    let coupons: Vec<u32> = self.coupons().collect();
-                    *self = src.copy_or_downsample(lg_max_k);
-                    let folded = src.lg_k > lg_max_k;
-                    if let State::Hll(r) = &mut self.state
-                        && folded
-                    {
-                        (r.kxq0, r.kxq1) = (r.values.len() as f64, 0.0);
+                if let State::Hll(ours) = &mut self.state {
+                    // Both registers: the finer folded onto the coarser, then their maximum.
+                    if theirs.lg_k() < ours.lg_k() {
+                        **ours = ours.folded_copy(HllType::Hll8, theirs.lg_k());
+                        self.lg_k = ours.lg_k();
                     }
-                    coupons.into_iter().for_each(|c| self.update_coupon(c));
-                    return folded;
+                    let folded = theirs.downsampled(ours.lg_k());
+                    ours.values.iter_mut().zip(folded).for_each(|(o, t)| *o = (*o).max(t));
+                    ours.replay();
+                    ours.out_of_order = true;
+                    ours.hip = 0.0;
+                    return true;
                 }
-                if src.lg_k < self.lg_k {
-                    *self = self.copy_or_downsample(src.lg_k);
+                // A list or set gadget: their registers, then our coupons. Folded registers have
+                // their sums recomputed only at the end: DataSketches adds the coupons to HIP
+                // against the sums of empty registers meanwhile.
+                let coupons: Vec<u32> = self.coupons().collect();
+                let mut registers = theirs.folded_copy(src.target, lg_max_k);
+                let folded = src.lg_k > lg_max_k;
+                if folded {
+                    (registers.kxq0, registers.kxq1) = (registers.values.len() as f64, 0.0);
                 }
-                let State::Hll(ours) = &mut self.state else { unreachable!("an HLL gadget") };
-                let folded = theirs.downsampled(ours.lg_k());
-                ours.values.iter_mut().zip(folded).for_each(|(o, t)| *o = (*o).max(t));
-                ours.replay();
-                ours.out_of_order = true;
-                ours.hip = 0.0;
-                true
+                *self = Self::gadget(registers);
+                coupons.into_iter().for_each(|c| self.update_coupon(c));
+                folded
             }
         }
     }
 
-    /// An HLL-mode sketch as an HLL_8 gadget of at most `2^lg_k` registers. A downsampled copy
-    /// keeps HIP and the order flag, as DataSketches' does.
-    fn copy_or_downsample(&self, lg_k: u8) -> Self {
-        let State::Hll(r) = &self.state else { unreachable!("an HLL-mode sketch") };
-        let mut copy = (**r).clone();
-        if self.lg_k > lg_k {
-            copy.values = r.downsampled(lg_k);
-            copy.replay();
-        } else if self.target != HllType::Hll8 {
-            copy.replay();
-        }
-        Self { lg_k: copy.lg_k(), target: HllType::Hll8, state: State::Hll(Box::new(copy)) }
+    /// A union's gadget (target HLL_8) holding `registers`.
+    fn gadget(registers: Registers) -> Self {
+        Self { lg_k: registers.lg_k(), target: HllType::Hll8, state: State::Hll(Box::new(registers)) }
     }
 
     /// The coupons of a list (in order) or a set (in slot order), or of registers (address and
