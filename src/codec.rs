@@ -111,6 +111,7 @@ pub(crate) const ENVELOPE_LEN: usize = HEADER_LEN + CHECKSUM_LEN;
 /// | 7 | `Reservoir` | 16 | `stream::PartialKeyGrouping` |
 /// | 8 | `WeightedReservoir` | 17 | `stream::DChoices` |
 /// | 9 | `PrioritySample` | 18 | `quantiles::DDSketch` |
+/// | 19 | `quantiles::Kll` | | |
 ///
 /// ```
 /// use synopses::cardinality::HyperLogLog;

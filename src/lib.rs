@@ -41,6 +41,7 @@
 //! | have I seen this item? | [`membership::Bloom`] | false positives `≈ (1 − e^(−kn/m))^k`, no false negatives | `m` bits, ≈ 9.6 per item at 1 % |
 //! | is this item in the set now (with removals)? | [`membership::CountingBloom`] | as Bloom, while only members are removed | `m` counters of 4 bits, ≈ 4.8 bytes per item at 1 % |
 //! | what are the p50, p99, p99.9 of these numbers? | [`quantiles::DDSketch`] | within `α·|x|` of every true quantile `x`, deterministically | one counter a bucket, `ln(max/min)/ln((1+α)/(1−α))` buckets, at most 2048 a sign by default |
+//! | what fraction of these items lies below `x`? their median? (any ordered items) | [`quantiles::Kll`] | rank within `ε·n`, `ε ≈ 2.296/k^0.9723` (1.33 % at k = 200), 99 % confidence per query | about `3k` items (641 at k = 200) |
 //! | a few typical items, for any later question | [`sampling::Reservoir`] | a uniform sample: a mean's error `σ/√k` | `k` items |
 //! | items drawn in proportion to weight | [`sampling::WeightedReservoir`] | without replacement (PPSWOR) | `k` items and weights |
 //! | the total weight of any subset, decided later | [`sampling::PrioritySample`] | unbiased, with an unbiased variance estimate | `k + 1` items and weights |

@@ -1648,3 +1648,111 @@ fn ddsketch_collapsed_buckets_keep_the_guarantee_above_them() {
         assert!(kept < 1001, "{collapse:?}: something collapsed");
     }
 }
+
+/// The items `0..n` in one of the orders KLL is tested on: shuffled (a seeded permutation),
+/// sorted, reversed, zooming in (the two ends alternately, towards the middle) and zooming out
+/// (from the middle, alternately outwards). The zooms are the adversarial orders of
+/// DataSketches' tests: every new item falls between, or outside, all the earlier ones.
+fn kll_order(order: &str, n: u32, seed: u64) -> Vec<u32> {
+    match order {
+        "sorted" => (0..n).collect(),
+        "reversed" => (0..n).rev().collect(),
+        "zoom-in" => (0..n).map(|i| if i % 2 == 0 { i / 2 } else { n - 1 - i / 2 }).collect(),
+        "zoom-out" => (0..n).map(|i| if i % 2 == 0 { n / 2 + i / 2 } else { n / 2 - 1 - i / 2 }).collect(),
+        _ => {
+            let mut items: Vec<u32> = (0..n).collect();
+            let mut state = seed ^ 0xA076_1D64_78BD_642F;
+            for i in (1..items.len()).rev() {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                items.swap(i, ((state >> 33) % (i as u64 + 1)) as usize);
+            }
+            items
+        }
+    }
+}
+
+/// KLL's a priori errors hold per query with 99 % confidence (DataSketches' single-sided
+/// error for ranks and quantiles, double-sided for a PMF's buckets). Over `T` sketches of
+/// independent seeds, each query of a fixed grid exceeds its error in a fraction `p̂` of
+/// them; `p̂` is binomial with `p ≤ 0.01`, so the test requires
+/// `p̂ ≤ 0.01 + z·sqrt(0.01·0.99/T)`, with `z` Bonferroni-corrected for the number of queries
+/// checked (each is a check). The stream is `0..n` in one of [`kll_order`]'s orders, so the
+/// true rank of item `x` is `(x + 1)/n` (inclusive) or `x/n` (exclusive). Each sketch is
+/// checked after one pass and after the parts of the stream (contiguous, on the parts' own
+/// random streams from `empty_part`) are merged.
+fn kll_errors_hold(k: u16, n: u32, trials: u64, parts: &[usize]) {
+    use synopses::quantiles::{Kll, Search};
+    let orders = ["shuffled", "sorted", "reversed", "zoom-in", "zoom-out"];
+    let grid: Vec<f64> = (1..100).map(|i| f64::from(i) / 100.0).collect();
+    let deciles: Vec<u32> = (1..10).map(|d| n / 10 * d).collect();
+    let layouts: Vec<usize> = std::iter::once(1).chain(parts.iter().copied()).collect();
+    // Per (order, layout): exceedances of the rank, quantile and PMF queries.
+    let cells = orders.len() * layouts.len();
+    let mut over = vec![[vec![0_u32; grid.len()], vec![0_u32; grid.len()], vec![0_u32; deciles.len() + 1]]; cells];
+    let mut worst = vec![0.0_f64; cells];
+    for (o, order) in orders.iter().enumerate() {
+        for t in 0..trials {
+            let items = kll_order(order, n, t);
+            for (l, &p) in layouts.iter().enumerate() {
+                let mut sketch = Kll::new(k, 1000 + t).expect("k");
+                if p == 1 {
+                    items.iter().for_each(|&x| sketch.add(x).expect("ordered"));
+                } else {
+                    for (i, chunk) in items.chunks(items.len().div_ceil(p)).enumerate() {
+                        let mut part = sketch.empty_part(i as u64);
+                        chunk.iter().for_each(|&x| part.add(x).expect("ordered"));
+                        sketch.merge(&part).expect("counts fit");
+                    }
+                }
+                assert_eq!(sketch.count(), u64::from(n));
+                let (eps, pmf_eps) = (sketch.rank_error(), sketch.pmf_error());
+                let view = sketch.sorted_view();
+                let cell = &mut over[o * layouts.len() + l];
+                for (j, &q) in grid.iter().enumerate() {
+                    let x = (q * f64::from(n)) as u32;
+                    let est = view.rank(&x, Search::Inclusive).expect("ordered").expect("not empty");
+                    let rank_err = (est - f64::from(x + 1) / f64::from(n)).abs();
+                    let got = *view.quantile(q, Search::Inclusive).expect("a rank").expect("not empty");
+                    let quantile_err = (f64::from(got + 1) / f64::from(n) - q).abs();
+                    cell[0][j] += u32::from(rank_err > eps);
+                    cell[1][j] += u32::from(quantile_err > eps);
+                    worst[o * layouts.len() + l] = worst[o * layouts.len() + l].max(rank_err);
+                }
+                let pmf = view.pmf(&deciles, Search::Exclusive).expect("increasing").expect("not empty");
+                for (j, mass) in pmf.iter().enumerate() {
+                    cell[2][j] += u32::from((mass - 0.1).abs() > pmf_eps);
+                }
+            }
+        }
+    }
+    let checks = cells * (2 * grid.len() + deciles.len() + 1);
+    let p = 0.01;
+    let limit = p + bonferroni_z(checks) * (p * (1.0 - p) / trials as f64).sqrt();
+    for (c, cell) in over.iter().enumerate() {
+        let (order, parts) = (orders[c / layouts.len()], layouts[c % layouts.len()]);
+        for (what, counts) in ["rank", "quantile", "pmf bucket"].iter().zip(cell) {
+            let most = counts.iter().copied().max().unwrap_or(0);
+            let rate = f64::from(most) / trials as f64;
+            assert!(
+                rate <= limit,
+                "k {k}, n {n}, {order}, {parts} parts: a {what} query exceeded its error in {most} of {trials} \
+                 sketches ({rate:.3} > {limit:.3}); largest rank error seen {:.4}",
+                worst[c]
+            );
+        }
+    }
+}
+
+#[test]
+fn kll_rank_errors_hold_in_every_order_and_after_merges() {
+    kll_errors_hold(200, 20_000, 60, &[2, 64]);
+    kll_errors_hold(50, 5_000, 60, &[8]);
+}
+
+#[test]
+#[ignore = "heavy: run in release (cargo test --release --test accuracy -- --ignored)"]
+fn kll_rank_errors_hold_over_many_seeds() {
+    kll_errors_hold(200, 200_000, 400, &[2, 8, 64]);
+    kll_errors_hold(64, 50_000, 400, &[2, 16]);
+    kll_errors_hold(1000, 500_000, 100, &[4]);
+}

@@ -13,7 +13,7 @@ use synopses::cardinality::{ExaLogLog, FlajoletMartin, HyperLogLog, UltraLogLog}
 use synopses::core::{Operator, Weight};
 use synopses::frequency::{CountMin, HeavyHitters};
 use synopses::membership::{Bloom, CountingBloom};
-use synopses::quantiles::DDSketch;
+use synopses::quantiles::{DDSketch, Kll};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use synopses::stream::{Checkpoints, Snapshot};
 
@@ -223,6 +223,8 @@ feeds! {
     WeightedReservoir<u64> => |s, i| s.observe_weighted(i, Weight::new(1.0 + (i % 7) as f64).expect("positive"));
     PrioritySample<u64> => |s, i| s.observe_weighted(i, Weight::new(1.0 + (i % 7) as f64).expect("positive"));
     DDSketch => |s, i| s.add(common::spread_value(i)).expect("finite");
+    Kll<f64> => |s, i| s.add(common::spread_value(i)).expect("finite");
+    Kll<String> => |s, i| s.add(format!("k{}", i % 300)).expect("ordered");
 }
 
 /// Every reachable state of `S` (its examples: empty, sparse, dense, merged, full, ...),

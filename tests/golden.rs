@@ -33,7 +33,7 @@ use synopses::codec::Codec;
 use synopses::frequency::{CountMin, HeavyHitters};
 use synopses::hash::{DEFAULT_SEED, Hashable, hash_bytes};
 use synopses::membership::{Bloom, CountingBloom};
-use synopses::quantiles::DDSketch;
+use synopses::quantiles::{DDSketch, Kll};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -490,6 +490,14 @@ const ESTIMATE_BITS: &[(&str, u64)] = &[
     ("dd_2pct_cubic_spread.bin digest of the answers", 0xD899FE2187FE39DB),
     ("dd_5pct_linear_64bins_highest.bin", 0x40A7700000000000), // 3000
     ("dd_5pct_linear_64bins_highest.bin digest of the answers", 0x51C1115B3B8632D9),
+    ("kll_200_empty.bin", 0x0000000000000000), // 0
+    ("kll_200_empty.bin digest of the answers", 0x2232F427097AD34E),
+    ("kll_200_spread_seed7.bin", 0x40C3880000000000), // 10000
+    ("kll_200_spread_seed7.bin digest of the answers", 0xBA00FD0BCBA5ACFB),
+    ("kll_50_merged_weighted_seed9.bin", 0x40C1940000000000), // 9000
+    ("kll_50_merged_weighted_seed9.bin digest of the answers", 0x040159727F7FB640),
+    ("kll_20_words_seed3.bin", 0x408F400000000000), // 1000
+    ("kll_20_words_seed3.bin digest of the answers", 0xBC3F1D315F28C830),
     ("hll p12 0..100k register_estimate", 0x40F8C5934BA36353), // 101465.2059663658
     ("hll p12 0..100k reduce(8)", 0x40F8BC1E909F04AC),         // 101313.91030790162
     ("hll p14 seed 7 0..1M estimate", 0x412E319560005665),     // 989386.6875025748

@@ -1335,3 +1335,163 @@ fn shedder_merges_check_their_policies() -> Result<(), Box<dyn std::error::Error
     assert_eq!(k1.merge(&k2).map_err(|e| e.parameter()), Err("key-hash seed"));
     Ok(())
 }
+
+/// KLL's merges flip coins, so the partition law holds in distribution (checked statistically
+/// in `tests/accuracy.rs`, merges of 2 to 64 parts); here, what holds exactly.
+mod kll {
+    use super::*;
+    use synopses::quantiles::{Kll, Search};
+
+    /// Every retained item with its weight, in order, the count and the exact extremes.
+    type Content = (Vec<(u64, u64)>, u64, Option<u64>, Option<u64>);
+
+    /// What a sketch stands for.
+    fn content(s: &Kll<u64>) -> Content {
+        let items = s.sorted_view().iter().map(|(&x, w)| (x, w)).collect();
+        (items, s.count(), s.min().copied(), s.max().copied())
+    }
+
+    /// The exact content of a stream: each item once, weight 1.
+    fn exact(items: &[u64]) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = items.iter().map(|&x| (x, 1)).collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// Parts of `whole` on their own random streams, fed the pieces of `items`.
+    fn parts(whole: &Kll<u64>, items: &[u64], cuts: &[Index]) -> Vec<Kll<u64>> {
+        split(items, cuts)
+            .into_iter()
+            .enumerate()
+            .map(|(i, piece)| {
+                let mut part = whole.empty_part(i as u64);
+                piece.iter().for_each(|&x| part.add(x).expect("ordered"));
+                part
+            })
+            .collect()
+    }
+
+    /// The parts' count, extremes and total weight are the whole's, and each retained item is
+    /// one of the stream's.
+    fn sound(s: &Kll<u64>, items: &[u64]) -> Result<(), TestCaseError> {
+        prop_assert_eq!(s.count(), items.len() as u64);
+        prop_assert_eq!(s.min(), items.iter().min());
+        prop_assert_eq!(s.max(), items.iter().max());
+        let view = s.sorted_view();
+        prop_assert_eq!(view.total_weight(), items.len() as u64);
+        let stream: std::collections::HashSet<u64> = items.iter().copied().collect();
+        prop_assert!(view.iter().all(|(x, _)| stream.contains(x)));
+        Ok(())
+    }
+
+    fn stream() -> impl Strategy<Value = Vec<u64>> {
+        prop::collection::vec(0..5000_u64, 0..3000)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// While the whole stream fits in level 0 (`k` items), nothing is compacted: any
+        /// split merges into exactly the stream, in any order and grouping, with the empty
+        /// sketch an identity on both sides.
+        #[test]
+        fn kll_exact_below_capacity(k in 8_u16..=200, seed in any::<u64>(), items in prop::collection::vec(any::<u64>(), 0..200), cuts in cuts()) {
+            let items = &items[..items.len().min(usize::from(k))];
+            let whole = Kll::new(k, seed).unwrap();
+            let parts = parts(&whole, items, &cuts);
+            let mut forward = whole.clone();
+            forward.merge_all(&parts).unwrap();
+            let mut backward = whole.clone();
+            backward.merge_all(parts.iter().rev()).unwrap();
+            let mut grouped = whole.clone();
+            for pair in parts.chunks(2) {
+                let mut group = whole.empty_part(99);
+                group.merge_all(pair).unwrap();
+                grouped.merge(&group).unwrap();
+            }
+            for s in [&forward, &backward, &grouped] {
+                prop_assert_eq!(content(s), (exact(items), items.len() as u64, items.iter().min().copied(), items.iter().max().copied()));
+            }
+        }
+
+        /// Above it, merges compact: any split keeps the count, the exact extremes and the
+        /// total weight, and holds only items of the stream; the empty sketch is an identity
+        /// on both sides, a merge is a function of the two states (the same through bytes),
+        /// and sketches of any `k` merge, keeping the receiver's `k` and the smaller error.
+        #[test]
+        fn kll_merges_are_sound(k in 8_u16..=64, other_k in 8_u16..=64, seed in any::<u64>(), items in stream(), cuts in cuts()) {
+            let whole = Kll::new(k, seed).unwrap();
+            let parts = parts(&whole, &items, &cuts);
+            let mut merged = whole.clone();
+            merged.merge_all(&parts).unwrap();
+            sound(&merged, &items)?;
+            let mut reversed = whole.clone();
+            reversed.merge_all(parts.iter().rev()).unwrap();
+            sound(&reversed, &items)?;
+
+            let a = &parts[0];
+            let mut left = a.empty_like();
+            left.merge(a).unwrap();
+            prop_assert_eq!(content(&left), content(a));
+            let mut right = a.clone();
+            right.merge(&a.empty_part(5)).unwrap();
+            prop_assert_eq!(&right, a);
+
+            let b = parts.last().unwrap();
+            let mut in_memory = a.clone();
+            in_memory.merge(b).unwrap();
+            let mut via_bytes = Kll::<u64>::from_bytes(&a.to_bytes()).unwrap();
+            via_bytes.merge(&Kll::from_bytes(&b.to_bytes()).unwrap()).unwrap();
+            prop_assert_eq!(via_bytes.to_bytes(), in_memory.to_bytes());
+
+            // A rank asked of the sketch (searched level by level) is the sorted view's.
+            let view = merged.sorted_view();
+            for probe in [0, 1, 2500, 4999, 5000, items.first().copied().unwrap_or(7)] {
+                for search in [Search::Inclusive, Search::Exclusive] {
+                    prop_assert_eq!(merged.rank(&probe, search).unwrap(), view.rank(&probe, search).unwrap());
+                }
+            }
+
+            let mut other = Kll::new(other_k, seed ^ 1).unwrap();
+            items.iter().for_each(|&x| other.add(x).unwrap());
+            let mut mixed = merged.clone();
+            mixed.merge(&other).unwrap();
+            prop_assert_eq!(mixed.k(), k);
+            if other.levels() > 1 {
+                prop_assert_eq!(mixed.min_k(), k.min(other_k));
+            }
+            prop_assert_eq!(mixed.count(), 2 * items.len() as u64);
+            prop_assert_eq!(mixed.sorted_view().total_weight(), 2 * items.len() as u64);
+        }
+
+        /// A weighted item stands for its weight exactly: `add_weighted(x, w)` answers as `w`
+        /// adds of `x` would with no compaction (every rank exact).
+        #[test]
+        fn kll_weights_are_exact(k in 8_u16..=64, pairs in prop::collection::vec((0..100_u64, 1..1_000_000_u64), 1..20)) {
+            let mut s = Kll::new(k, 1).unwrap();
+            pairs.iter().for_each(|&(x, w)| s.add_weighted(x, w).unwrap());
+            let total: u64 = pairs.iter().map(|p| p.1).sum();
+            prop_assert_eq!(s.count(), total);
+            for probe in 0..100_u64 {
+                let below: u64 = pairs.iter().filter(|p| p.0 <= probe).map(|p| p.1).sum();
+                // Exact while no level compacted: each copy sits at its own weight's level.
+                if s.retained() == pairs.iter().map(|p| p.1.count_ones() as usize).sum::<usize>() {
+                    prop_assert_eq!(s.rank(&probe, Search::Inclusive).unwrap(), Some(below as f64 / total as f64));
+                }
+            }
+        }
+    }
+
+    /// Merging a count past `u64::MAX` is refused and changes nothing.
+    #[test]
+    fn kll_count_overflow_is_refused() -> Result<(), Box<dyn std::error::Error>> {
+        let mut a = Kll::new(8, 1)?;
+        a.add_weighted(1_u64, u64::MAX - 1)?;
+        let mut b = a.empty_part(0);
+        b.add_weighted(2, 2)?;
+        let before = a.clone();
+        assert_eq!(a.merge(&b).map_err(|e| e.parameter()), Err("count"));
+        assert_eq!(a, before);
+        Ok(())
+    }
+}

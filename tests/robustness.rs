@@ -40,7 +40,7 @@ use synopses::core::{Confidence, Weight};
 use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::DEFAULT_SEED;
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
-use synopses::quantiles::DDSketch;
+use synopses::quantiles::{DDSketch, Kll};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 
 type TestResult = Result<(), Box<dyn Error>>;

@@ -29,6 +29,7 @@ use synopses::core::{Confidence, Mergeable, Weight};
 use synopses::frequency::{CountMin, HeavyHitters, Update};
 use synopses::hash::{DEFAULT_SEED, Hashable};
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
+use synopses::quantiles::{DDSketch, Kll};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use synopses::shedding::{
     FixedRate, Headroom, HorvitzThompson, KeyHashDrop, Load, LoadShedder, PiController, PiGains, RandomDrop,
@@ -1299,4 +1300,140 @@ fn crafted_items_fool_a_public_seed_and_not_a_secret_one() -> Result<(), Box<dyn
     assert_eq!(public_route.imbalance(), 15.0);
     assert!(secret_route.imbalance() < 0.5, "{}", secret_route.imbalance());
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantiles
+// ---------------------------------------------------------------------------------------------
+
+/// A quantile sketch's operations: values (the extremes, zeros, subnormals, NaN and
+/// infinities among them), weighted values up to `u64::MAX`, merges with a part, with itself
+/// and into an empty sketch, and (for KLL) with a sketch of another `k`.
+#[derive(Debug, Clone)]
+enum Quant {
+    Add(Vec<f64>),
+    Weighted(Vec<(f64, u64)>),
+    MergePart(u64, Vec<f64>),
+    MergeOtherK(u16, Vec<f64>),
+    MergeSelf(usize),
+    IntoEmpty,
+}
+
+fn quant_value() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        4 => -1e6_f64..1e6,
+        1 => prop::sample::select(vec![
+            0.0, -0.0, f64::MAX, -f64::MAX, f64::MIN_POSITIVE, 5e-324, -5e-324, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1.0,
+        ]),
+        1 => any::<f64>(),
+    ]
+}
+
+fn quant_op() -> BoxedStrategy<Quant> {
+    let values = || prop::collection::vec(quant_value(), 0..400);
+    let weight = prop_oneof![1_u64..1000, Just(u64::MAX), Just(u64::MAX / 3), any::<u64>()];
+    prop_oneof![
+        4 => values().prop_map(Quant::Add),
+        2 => prop::collection::vec((quant_value(), weight), 0..5).prop_map(Quant::Weighted),
+        2 => (any::<u64>(), values()).prop_map(|(i, v)| Quant::MergePart(i, v)),
+        1 => (8_u16..300, values()).prop_map(|(k, v)| Quant::MergeOtherK(k, v)),
+        1 => (1_usize..70).prop_map(Quant::MergeSelf),
+        1 => Just(Quant::IntoEmpty),
+    ]
+    .boxed()
+}
+
+impl Reachable for Kll<f64> {
+    type Op = Quant;
+
+    fn op() -> BoxedStrategy<Quant> {
+        quant_op()
+    }
+
+    fn apply(&mut self, op: &Quant) {
+        let refused_unchanged = |s: &mut Self, result: Result<(), synopses::ConfigError>, before: &Self| {
+            if result.is_err() {
+                assert_eq!(s, before, "a refused add changed the sketch");
+            }
+        };
+        match op {
+            Quant::Add(values) => {
+                for &x in values {
+                    let before = self.clone();
+                    let r = self.add(x);
+                    refused_unchanged(self, r, &before);
+                }
+            }
+            Quant::Weighted(pairs) => {
+                for &(x, w) in pairs {
+                    let before = self.clone();
+                    let r = self.add_weighted(x, w);
+                    refused_unchanged(self, r, &before);
+                }
+            }
+            Quant::MergePart(index, values) => {
+                let mut part = self.empty_part(*index);
+                values.iter().for_each(|&x| synopses::core::Operator::observe(&mut part, x));
+                merge_or_unchanged(self, &part);
+            }
+            Quant::MergeOtherK(k, values) => {
+                let mut other = Kll::new(*k, 3).expect("a valid k");
+                values.iter().for_each(|&x| synopses::core::Operator::observe(&mut other, x));
+                merge_or_unchanged(self, &other);
+            }
+            Quant::MergeSelf(n) => merge_self_times(self, *n),
+            Quant::IntoEmpty => into_empty(self),
+        }
+    }
+
+    fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+        codec_roundtrip(self)
+    }
+}
+
+impl Reachable for DDSketch {
+    type Op = Quant;
+
+    fn op() -> BoxedStrategy<Quant> {
+        quant_op()
+    }
+
+    fn apply(&mut self, op: &Quant) {
+        match op {
+            Quant::Add(values) => values.iter().for_each(|&x| synopses::core::Operator::observe(self, x)),
+            Quant::Weighted(pairs) => {
+                for &(x, w) in pairs {
+                    let before = self.clone();
+                    if self.add_weighted(x, w).is_err() {
+                        assert_eq!(*self, before, "a refused add changed the sketch");
+                    }
+                }
+            }
+            Quant::MergePart(_, values) | Quant::MergeOtherK(_, values) => {
+                let mut part = self.empty_like();
+                values.iter().for_each(|&x| synopses::core::Operator::observe(&mut part, x));
+                merge_or_unchanged(self, &part);
+            }
+            Quant::MergeSelf(n) => merge_self_times(self, *n),
+            Quant::IntoEmpty => into_empty(self),
+        }
+    }
+
+    fn roundtrip(&self) -> Option<Result<Self, DecodeError>> {
+        codec_roundtrip(self)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn kll_states_are_valid(k in 8_u16..=300, seed in any::<u64>(), ops in prop::collection::vec(Kll::<f64>::op(), 0..10)) {
+        run(Kll::new(k, seed).expect("a valid k"), &ops)?;
+    }
+
+    #[test]
+    fn ddsketch_states_are_valid(alpha in 0.001_f64..0.5, bins in 1_u32..=256, ops in prop::collection::vec(DDSketch::op(), 0..10)) {
+        run(DDSketch::builder(alpha).max_bins(bins).build().expect("valid"), &ops)?;
+    }
 }

@@ -15,6 +15,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::physical_expr::expressions::Literal;
 
+use crate::quantile::Quantiles;
 use crate::sketch::{Kind, Param, Sketch};
 use crate::values::{HashSink, for_each_hash, supported, unsupported};
 
@@ -62,6 +63,7 @@ pub(crate) fn aggregates() -> Vec<AggregateUDF> {
     out.push(AggregateUDF::from(SketchUnion::default()));
     out.push(AggregateUDF::from(crate::heavy::HeavyHittersUdaf::default()));
     out.extend(crate::sample::aggregates());
+    out.extend(crate::quantile::aggregates());
     out
 }
 
@@ -491,6 +493,51 @@ impl AggregateUDFImpl for SketchUnion {
     }
 }
 
+/// A stored sketch `sketch_union` merges: one the hashing aggregates build, or a quantile
+/// sketch (which keeps numbers, not hashes).
+#[derive(Debug)]
+enum Stored {
+    Hashed(Sketch),
+    Quantiles(Quantiles),
+}
+
+impl Stored {
+    /// Decodes the bytes of any kind, by the family in their header.
+    fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
+        match bytes.get(3) {
+            Some(&family) if Quantiles::is_family(family) => Quantiles::from_bytes(bytes).map(Self::Quantiles),
+            _ => Sketch::from_bytes(bytes).map(Self::Hashed),
+        }
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            Self::Hashed(s) => s.to_bytes(),
+            Self::Quantiles(s) => s.to_bytes(),
+        }
+    }
+
+    fn size(&self) -> usize {
+        match self {
+            Self::Hashed(s) => s.size(),
+            Self::Quantiles(s) => s.size(),
+        }
+    }
+
+    fn merge(&mut self, other: &Self) -> Result<(), String> {
+        match (self, other) {
+            (Self::Hashed(a), Self::Hashed(b)) => a.merge(b),
+            (Self::Quantiles(a), Self::Quantiles(b)) => a.merge(b),
+            (Self::Hashed(a), Self::Quantiles(b)) => {
+                Err(format!("cannot merge {} into {}", b.kind_name(), a.kind_name()))
+            }
+            (Self::Quantiles(a), Self::Hashed(b)) => {
+                Err(format!("cannot merge {} into {}", b.kind_name(), a.kind_name()))
+            }
+        }
+    }
+}
+
 /// The argument types of a function of one sketch and `extra` further arguments (coerced to
 /// `Float64`): a sketch is binary.
 pub(crate) fn coerce_sketch(function: &str, arg_types: &[DataType], extra: usize) -> Result<Vec<DataType>> {
@@ -514,20 +561,34 @@ pub(crate) fn coerce_sketch(function: &str, arg_types: &[DataType], extra: usize
 /// The accumulator of [`SketchUnion`].
 #[derive(Debug)]
 struct UnionAccumulator {
-    sketch: Option<Sketch>,
+    sketch: Option<Stored>,
 }
 
 impl Accumulator for UnionAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        values.first().map_or(Ok(()), |column| merge_column("sketch_union", column, &mut self.sketch))
+        const NAME: &str = "sketch_union";
+        let Some(column) = values.first() else { return Ok(()) };
+        let Some(column) = column.as_binary_opt::<i32>() else {
+            return exec_err!("{NAME}: sketches come as Binary, not {}", column.data_type());
+        };
+        for (row, bytes) in column.iter().enumerate() {
+            let Some(bytes) = bytes else { continue };
+            let other =
+                Stored::from_bytes(bytes).map_err(|e| DataFusionError::Execution(format!("{NAME}: row {row}: {e}")))?;
+            match &mut self.sketch {
+                Some(sketch) => sketch.merge(&other).map_err(|e| DataFusionError::Execution(format!("{NAME}: {e}")))?,
+                None => self.sketch = Some(other),
+            }
+        }
+        Ok(())
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(ScalarValue::Binary(self.sketch.as_ref().map(Sketch::to_bytes)))
+        Ok(ScalarValue::Binary(self.sketch.as_ref().map(Stored::to_bytes)))
     }
 
     fn size(&self) -> usize {
-        size_of_val(self) + self.sketch.as_ref().map_or(0, Sketch::size)
+        size_of_val(self) + self.sketch.as_ref().map_or(0, Stored::size)
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {

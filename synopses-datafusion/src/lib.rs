@@ -137,6 +137,7 @@
 
 mod aggregate;
 mod heavy;
+mod quantile;
 mod sample;
 mod scalar;
 mod sketch;

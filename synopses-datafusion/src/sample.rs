@@ -301,7 +301,7 @@ fn state_fields(function: &str, value: &DataType) -> Vec<FieldRef> {
 /// A seed of its own for every partial aggregate: a process-wide counter hashed under the
 /// standard library's random keys (drawn from the operating system once per thread, then
 /// stepped at every `RandomState::new`).
-fn fresh_seed() -> u64 {
+pub(crate) fn fresh_seed() -> u64 {
     use std::hash::{BuildHasher, RandomState};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     RandomState::new().hash_one(COUNTER.fetch_add(1, Ordering::Relaxed))

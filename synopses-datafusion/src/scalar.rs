@@ -48,6 +48,7 @@ pub(crate) fn functions() -> Vec<ScalarUDF> {
         ScalarUDF::from(ReadSketch { name, answer, signature: Signature::user_defined(Volatility::Immutable) })
     })
     .chain(crate::sample::scalars())
+    .chain(crate::quantile::scalars())
     .collect()
 }
 
@@ -62,27 +63,36 @@ fn confidence(function: &str, value: f64) -> Result<Confidence> {
     }
 }
 
-/// The decoded sketch of each row. A constant sketch (the common case: one filter, many
-/// values) is decoded once and never copied per row; a column decodes a value once for a run
-/// of equal bytes.
-enum Decoded<'a> {
-    Constant(Option<Sketch>),
-    Column { function: &'static str, column: &'a BinaryArray, last: Option<(&'a [u8], Sketch)> },
+/// The decoded sketch of each row, `S` decoded by `decode`. A constant sketch (the common
+/// case: one filter, many values) is decoded once and never copied per row; a column decodes
+/// a value once for a run of equal bytes.
+pub(crate) enum Decoded<'a, S> {
+    Constant(Option<S>),
+    Column {
+        function: &'static str,
+        column: &'a BinaryArray,
+        decode: fn(&[u8]) -> Result<S, String>,
+        last: Option<(&'a [u8], S)>,
+    },
 }
 
-impl<'a> Decoded<'a> {
+impl<'a, S> Decoded<'a, S> {
     /// The sketches of `value`, the first argument of `function`.
-    fn new(function: &'static str, value: &'a ColumnarValue) -> Result<Self> {
-        let decode = |bytes: &[u8], row: usize| {
-            Sketch::from_bytes(bytes).map_err(|e| DataFusionError::Execution(format!("{function}: row {row}: {e}")))
+    pub(crate) fn new(
+        function: &'static str,
+        value: &'a ColumnarValue,
+        decode: fn(&[u8]) -> Result<S, String>,
+    ) -> Result<Self> {
+        let decoded = |bytes: &[u8], row: usize| {
+            decode(bytes).map_err(|e| DataFusionError::Execution(format!("{function}: row {row}: {e}")))
         };
         match value {
             ColumnarValue::Scalar(ScalarValue::Binary(bytes) | ScalarValue::LargeBinary(bytes)) => {
-                Ok(Self::Constant(bytes.as_deref().map(|b| decode(b, 0)).transpose()?))
+                Ok(Self::Constant(bytes.as_deref().map(|b| decoded(b, 0)).transpose()?))
             }
             ColumnarValue::Scalar(ScalarValue::Null) => Ok(Self::Constant(None)),
             ColumnarValue::Array(array) => match array.as_binary_opt::<i32>() {
-                Some(column) => Ok(Self::Column { function, column, last: None }),
+                Some(column) => Ok(Self::Column { function, column, decode, last: None }),
                 None => exec_err!("{function}: the sketch must be Binary, not {}", array.data_type()),
             },
             ColumnarValue::Scalar(other) => {
@@ -91,17 +101,17 @@ impl<'a> Decoded<'a> {
         }
     }
 
-    fn get(&mut self, row: usize) -> Result<Option<&Sketch>> {
+    pub(crate) fn get(&mut self, row: usize) -> Result<Option<&S>> {
         match self {
             Self::Constant(sketch) => Ok(sketch.as_ref()),
-            Self::Column { function, column, last } => {
+            Self::Column { function, column, decode, last } => {
                 if column.is_null(row) {
                     return Ok(None);
                 }
                 let bytes = column.value(row);
                 if last.as_ref().is_none_or(|(seen, _)| *seen != bytes) {
-                    let sketch = Sketch::from_bytes(bytes)
-                        .map_err(|e| DataFusionError::Execution(format!("{function}: row {row}: {e}")))?;
+                    let sketch =
+                        decode(bytes).map_err(|e| DataFusionError::Execution(format!("{function}: row {row}: {e}")))?;
                     *last = Some((bytes, sketch));
                 }
                 Ok(last.as_ref().map(|(_, sketch)| sketch))
@@ -122,7 +132,12 @@ impl ReadSketch {
     }
 
     /// The distinct-count answers, one a row.
-    fn distinct(&self, sketches: &mut Decoded<'_>, confidences: Option<&ArrayRef>, rows: usize) -> Result<ArrayRef> {
+    fn distinct(
+        &self,
+        sketches: &mut Decoded<'_, Sketch>,
+        confidences: Option<&ArrayRef>,
+        rows: usize,
+    ) -> Result<ArrayRef> {
         let confidences = confidences.and_then(|c| c.as_primitive_opt::<Float64Type>());
         let mut out = Float64Builder::with_capacity(rows);
         for row in 0..rows {
@@ -152,7 +167,7 @@ impl ReadSketch {
 
     /// The per-value answers (`sketch_frequency`, `sketch_contains`), one a row: the value
     /// hashed under the sketch's own seed, as the sketch hashed the values it saw.
-    fn per_value(&self, sketches: &mut Decoded<'_>, values: &ArrayRef, rows: usize) -> Result<ArrayRef> {
+    fn per_value(&self, sketches: &mut Decoded<'_, Sketch>, values: &ArrayRef, rows: usize) -> Result<ArrayRef> {
         let mut answers: Vec<Option<u64>> = vec![None; rows];
         let mut failure = None;
         // The values' hashes depend on each row's sketch seed: hash the rows of one seed at a
@@ -254,7 +269,7 @@ impl ScalarUDFImpl for ReadSketch {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
         let Some(sketch) = args.args.first() else { return exec_err!("{}: takes a sketch", self.name) };
-        let mut sketches = Decoded::new(self.name, sketch)?;
+        let mut sketches = Decoded::new(self.name, sketch, Sketch::from_bytes)?;
         // The other arguments (small values) as arrays of the batch's rows.
         let arrays = args.args.iter().skip(1).map(|a| a.to_array(rows)).collect::<Result<Vec<_>>>()?;
         let out = match self.answer {

@@ -1040,3 +1040,175 @@ async fn stored_samples_refuse_what_does_not_merge() -> Result<()> {
     assert!(none.is_null(0));
     Ok(())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Quantiles
+// ---------------------------------------------------------------------------------------------
+
+/// The non-null values of column `i` in the rows `rows`, sorted.
+fn sorted_values(rows: impl Iterator<Item = usize>) -> Vec<f64> {
+    let mut values: Vec<f64> = rows.filter_map(value).map(|v| v as f64).collect();
+    values.sort_by(f64::total_cmp);
+    values
+}
+
+/// Checks a KLL sketch of `values` (sorted): the count and extremes exact, and the rank of
+/// every 100th value within the sketch's a priori error (99 % per query, so a test over 99
+/// queries of one sketch may see one just outside it: allowed twice the bound, which a
+/// correct sketch exceeds with probability far below 10⁻⁹).
+fn check_kll(sketch: &synopses::quantiles::Kll<f64>, values: &[f64], label: &str) {
+    use synopses::quantiles::Search;
+    assert_eq!(sketch.count(), values.len() as u64, "{label}");
+    assert_eq!((sketch.min(), sketch.max()), (values.first(), values.last()), "{label}");
+    for i in 1..100 {
+        let x = values[values.len() * i / 100];
+        let truth = values.partition_point(|&v| v <= x) as f64 / values.len() as f64;
+        let est = sketch.rank(&x, Search::Inclusive).expect("ordered").expect("not empty");
+        assert!((est - truth).abs() <= 2.0 * sketch.rank_error(), "{label}: rank of {x}: {est} against {truth}");
+    }
+}
+
+#[tokio::test]
+async fn quantile_sketches_agree_with_the_rust_ones() -> Result<()> {
+    use synopses::quantiles::{DDSketch, Kll};
+    let values = sorted_values(0..ROWS);
+    for partitions in [1, 8] {
+        let ctx = context(partitions)?;
+        let batches =
+            query(&ctx, "SELECT dd_sketch(i), dd_sketch(n, 0.02), kll_sketch(i), kll_sketch(n, 50) FROM t").await?;
+        let row = &batches[0];
+        // DDSketch merges exactly: the very sketch of the values, whatever the partitioning.
+        let mut want = DDSketch::new(0.01).unwrap();
+        values.iter().for_each(|&x| want.add(x).unwrap());
+        assert_eq!(DDSketch::from_bytes(&bytes(row.column(0))).expect("a DDSketch"), want);
+        let mut want2 = DDSketch::new(0.02).unwrap();
+        values.iter().for_each(|&x| want2.add(x).unwrap());
+        assert_eq!(DDSketch::from_bytes(&bytes(row.column(1))).expect("a DDSketch"), want2);
+        // KLL flips coins: the count and extremes exact, the ranks within the bound.
+        let kll = Kll::<f64>::from_bytes(&bytes(row.column(2))).expect("a KLL sketch");
+        assert_eq!(kll.k(), 200);
+        check_kll(&kll, &values, &format!("{partitions} partitions"));
+        let small = Kll::<f64>::from_bytes(&bytes(row.column(3))).expect("a KLL sketch");
+        assert_eq!(small.k(), 50);
+        check_kll(&small, &values, &format!("k 50, {partitions} partitions"));
+
+        // The quantile aggregates answer what their sketch answers.
+        let batches = query(&ctx, "SELECT dd_quantile(i, 0.5), dd_quantile(i, 0.99, 0.02), kll_quantile(i, 0.9), kll_quantile(i, 0.9, 400) FROM t").await?;
+        let row = &batches[0];
+        let float = |c: usize| row.column(c).as_primitive::<datafusion::arrow::datatypes::Float64Type>().value(0);
+        assert_eq!(float(0), want.quantile(0.5).unwrap().unwrap());
+        assert_eq!(float(1), want2.quantile(0.99).unwrap().unwrap());
+        for c in [2, 3] {
+            let rank = values.partition_point(|&v| v <= float(c)) as f64 / values.len() as f64;
+            assert!((rank - 0.9).abs() <= 2.0 * 0.0133, "{partitions} partitions: p90 {} has rank {rank}", float(c));
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn quantiles_by_group_with_filters_and_rollups() -> Result<()> {
+    use synopses::quantiles::{DDSketch, Kll};
+    for partitions in [1, 8] {
+        let ctx = context(partitions)?;
+        let sql = "SELECT g, dd_sketch(i) FILTER (WHERE n > 0), kll_sketch(i), kll_quantile(i, 0.5), dd_quantile(i, 0.5) \
+                   FROM t GROUP BY g";
+        let mut groups = 0;
+        for batch in query(&ctx, sql).await? {
+            let g = batch.column(0).as_primitive::<datafusion::arrow::datatypes::Int32Type>();
+            for row in 0..batch.num_rows() {
+                let group = g.value(row) as usize;
+                let values = sorted_values((0..ROWS).filter(|r| r % 7 == group));
+                let mut want = DDSketch::new(0.01).unwrap();
+                values.iter().filter(|&&x| x > 0.0).for_each(|&x| want.add(x).unwrap());
+                let got = DDSketch::from_bytes(batch.column(1).as_binary::<i32>().value(row)).expect("a DDSketch");
+                assert_eq!(got, want, "group {group}");
+                let kll = Kll::<f64>::from_bytes(batch.column(2).as_binary::<i32>().value(row)).expect("a KLL sketch");
+                check_kll(&kll, &values, &format!("group {group}"));
+                let median = batch.column(3).as_primitive::<datafusion::arrow::datatypes::Float64Type>().value(row);
+                let rank = values.partition_point(|&v| v <= median) as f64 / values.len() as f64;
+                assert!((rank - 0.5).abs() <= 2.0 * 0.0133, "group {group}: median {median} has rank {rank}");
+                let mut all = DDSketch::new(0.01).unwrap();
+                values.iter().for_each(|&x| all.add(x).unwrap());
+                let dd = batch.column(4).as_primitive::<datafusion::arrow::datatypes::Float64Type>().value(row);
+                assert_eq!(dd, all.quantile(0.5).unwrap().unwrap(), "group {group}");
+                groups += 1;
+            }
+        }
+        assert_eq!(groups, 7);
+
+        // A rollup: sketches per group stored, then merged and read without the rows.
+        ctx.sql("CREATE TABLE q AS SELECT g, kll_sketch(i) AS k, dd_sketch(i) AS d FROM t GROUP BY g")
+            .await?
+            .collect()
+            .await?;
+        let batches = query(&ctx, "SELECT sketch_union(k), sketch_union(d) FROM q").await?;
+        let values = sorted_values(0..ROWS);
+        let kll = Kll::<f64>::from_bytes(&bytes(batches[0].column(0))).expect("a KLL sketch");
+        check_kll(&kll, &values, "the union of the groups");
+        let mut want = DDSketch::new(0.01).unwrap();
+        values.iter().for_each(|&x| want.add(x).unwrap());
+        assert_eq!(DDSketch::from_bytes(&bytes(batches[0].column(1))).expect("a DDSketch"), want);
+
+        let sql = "SELECT sketch_quantile(sketch_union(k), 0.25), sketch_rank(sketch_union(k), 0), \
+                   sketch_quantile(sketch_union(d), 0.25) FROM q";
+        let row = &query(&ctx, sql).await?[0];
+        let float = |c: usize| row.column(c).as_primitive::<datafusion::arrow::datatypes::Float64Type>().value(0);
+        let rank = values.partition_point(|&v| v <= float(0)) as f64 / values.len() as f64;
+        assert!((rank - 0.25).abs() <= 2.0 * 0.0133, "p25 {} has rank {rank}", float(0));
+        let truth = values.partition_point(|&v| v <= 0.0) as f64 / values.len() as f64;
+        assert!((float(1) - truth).abs() <= 2.0 * 0.0133, "rank of 0: {} against {truth}", float(1));
+        assert_eq!(float(2), want.quantile(0.25).unwrap().unwrap());
+        // Per row, and NULL for a NULL sketch or argument.
+        let sql = "SELECT sketch_quantile(k, 0.5), sketch_rank(k, NULL), sketch_quantile(NULL, 0.5) FROM q";
+        let batches = query(&ctx, sql).await?;
+        assert_eq!(batches.iter().map(|b| b.column(0).null_count()).sum::<usize>(), 0);
+        assert!(batches.iter().all(|b| b.column(1).null_count() == b.num_rows()));
+        assert!(batches.iter().all(|b| b.column(2).null_count() == b.num_rows()));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn quantile_functions_refuse_bad_input() -> Result<()> {
+    let ctx = context(2)?;
+    for (sql, function) in [
+        ("SELECT kll_sketch(s) FROM t", "kll_sketch"),
+        ("SELECT kll_sketch(i, 4) FROM t", "kll_sketch"),
+        ("SELECT kll_sketch(i, i) FROM t", "kll_sketch"),
+        ("SELECT dd_sketch(i, 2.0) FROM t", "dd_sketch"),
+        ("SELECT kll_quantile(i, 1.5) FROM t", "kll_quantile"),
+        ("SELECT kll_quantile(i) FROM t", "kll_quantile"),
+        ("SELECT dd_quantile(i, n) FROM t", "dd_quantile"),
+        ("SELECT sketch_quantile(1, 0.5)", "sketch_quantile"),
+        ("SELECT sketch_rank(kll_sketch(i)) FROM t", "sketch_rank"),
+    ] {
+        let message = planning_error(&ctx, sql).await;
+        assert!(message.contains(function), "`{sql}`: {message}");
+    }
+    ctx.sql("CREATE TABLE mixed AS SELECT kll_sketch(i) AS s FROM t UNION ALL SELECT ull_sketch(i) FROM t")
+        .await?
+        .collect()
+        .await?;
+    for (sql, needle) in [
+        ("SELECT sketch_union(s) FROM mixed", "cannot merge"),
+        ("SELECT sketch_rank(dd_sketch(i), 3) FROM t", "expected a KLL sketch"),
+        ("SELECT sketch_quantile(kll_sketch(i), 2) FROM t", "rank"),
+        ("SELECT sketch_quantile(ull_sketch(i), 0.5) FROM t", "not the bytes of a quantile sketch"),
+        ("SELECT sketch_estimate(kll_sketch(i)) FROM t", "not the bytes of a sketch"),
+        ("SELECT sketch_quantile(CAST('garbage' AS BYTEA), 0.5)", "sketch_quantile"),
+    ] {
+        let message = execution_error(&ctx, sql).await;
+        assert!(message.contains(needle), "`{sql}`: {message}");
+    }
+    // NaN and infinities are counted as rejected, never ordered; NULLs are skipped.
+    let row = &query(&ctx, "SELECT kll_sketch(x), dd_sketch(x) FROM (VALUES (1.0), ('NaN'::double), ('Infinity'::double), (NULL), (2.0)) AS v(x)").await?[0];
+    let kll = synopses::quantiles::Kll::<f64>::from_bytes(&bytes(row.column(0))).expect("a KLL sketch");
+    assert_eq!((kll.count(), kll.rejected()), (3, 1));
+    let dd = synopses::quantiles::DDSketch::from_bytes(&bytes(row.column(1))).expect("a DDSketch");
+    assert_eq!((dd.count(), dd.rejected()), (2, 2));
+    // No rows: NULL.
+    let empty = one(&ctx, "SELECT kll_quantile(i, 0.5) FROM t WHERE i > 1000000").await?;
+    assert!(empty.is_null(0));
+    Ok(())
+}

@@ -15,7 +15,7 @@ use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
 use synopses::hash::DEFAULT_SEED;
 use synopses::hash::hash_bytes;
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
-use synopses::quantiles::{Collapse, DDSketch, IndexMapping};
+use synopses::quantiles::{Collapse, DDSketch, IndexMapping, Kll, Search};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 
 /// Every confidence level, for answers that take one.
@@ -71,6 +71,8 @@ macro_rules! for_each_subject {
             weighted_reservoir: WeightedReservoir<u64>,
             priority_sample: PrioritySample<u64>,
             ddsketch: DDSketch,
+            kll: Kll<f64>,
+            kll_of_strings: Kll<String>,
         }
     };
 }
@@ -813,5 +815,133 @@ impl Subject for DDSketch {
                 ),
             ),
         ]
+    }
+}
+
+/// An item a KLL sketch returns, as an answer: the item as it was added (0 for none), an
+/// infinite one as `±f64::MAX`. The sketch accepts infinities, which are ordered; returning one
+/// is data, not an estimate that overflowed, which is what the finite-answer checks look for.
+fn item_answer(item: Option<&f64>) -> f64 {
+    item.map_or(0.0, |x| x.clamp(-f64::MAX, f64::MAX))
+}
+
+impl Answers for Kll<f64> {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![
+            self.count() as f64,
+            self.rejected() as f64,
+            self.retained() as f64,
+            self.levels() as f64,
+            f64::from(self.min_k()),
+            self.rank_error(),
+            self.pmf_error(),
+            item_answer(self.min()),
+            item_answer(self.max()),
+        ];
+        let view = self.sorted_view();
+        for search in [Search::Inclusive, Search::Exclusive] {
+            out.extend((0..=100).map(|i| item_answer(view.quantile(f64::from(i) / 100.0, search).expect("q"))));
+            let points = [-1e6, -1.0, 0.0, 1e-3, 1.0, 1e6];
+            out.extend(view.cdf(&points, search).expect("increasing").unwrap_or_default());
+            out.extend(view.pmf(&points, search).expect("increasing").unwrap_or_default());
+            let bounds = self.rank_bounds(view.rank(&1.0, search).expect("ordered").unwrap_or(0.0));
+            out.extend([bounds.lower, bounds.upper]);
+        }
+        out
+    }
+}
+
+impl Subject for Kll<f64> {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.add(1.5).expect("ordered");
+        let _ = more.add_weighted(-3.0, 7);
+        let _ = more.quantile(0.5, Search::Inclusive);
+        let mut twice = more.clone();
+        let _ = twice.merge(&more);
+        let mut part = self.empty_part(3);
+        (0..500).for_each(|i| part.add(spread_value(i)).expect("finite"));
+        let _ = more.merge(&part);
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        let cases = [(8_u16, 3), (8, 500), (200, 2_000), (50, 20_000), (2_000, 300_000)];
+        sketch_examples(
+            "kll",
+            &cases,
+            |k| Kll::new(k, 5).expect("valid"),
+            |s, i| {
+                if i % 97 == 3 {
+                    s.add_weighted(spread_value(i), i).expect("finite");
+                } else {
+                    s.add(spread_value(i)).expect("finite");
+                }
+            },
+        )
+    }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        let spread = |k: u16, seed: u64, n: u64| {
+            let mut s = Kll::new(k, seed).expect("valid");
+            (0..n).for_each(|i| s.add(spread_value(i)).expect("finite"));
+            s
+        };
+        let mut merged = spread(50, 9, 3_000);
+        let mut part = merged.empty_part(1);
+        (0..2_000).for_each(|i| part.add_weighted(spread_value(i), 1 + i % 5).expect("finite"));
+        merged.merge(&part).expect("counts fit");
+        vec![
+            ("kll_200_empty.bin", Kll::new(200, 1).expect("valid")),
+            ("kll_200_spread_seed7.bin", spread(200, 7, 10_000)),
+            ("kll_50_merged_weighted_seed9.bin", merged),
+        ]
+    }
+}
+
+impl Answers for Kll<String> {
+    fn answers(&self) -> Vec<f64> {
+        let mut out = vec![self.count() as f64, self.retained() as f64, self.levels() as f64, self.rank_error()];
+        let view = self.sorted_view();
+        let probes = ["", "a", "m", "zz"].map(String::from);
+        for search in [Search::Inclusive, Search::Exclusive] {
+            out.extend(probes.iter().map(|p| view.rank(p, search).expect("ordered").unwrap_or(-1.0)));
+            out.extend(
+                (0..=10)
+                    .map(|i| view.quantile(f64::from(i) / 10.0, search).expect("q").map_or(-1.0, |s| s.len() as f64)),
+            );
+        }
+        out
+    }
+}
+
+/// Item `i` as a word, for the string sketches.
+fn word(i: u64) -> String {
+    format!("{:x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40)
+}
+
+impl Subject for Kll<String> {
+    fn exercise(&self) {
+        let mut more = self.clone();
+        more.add("x".into()).expect("ordered");
+        let _ = more.add_weighted("y".into(), 3);
+        let _ = more.merge(self);
+    }
+
+    fn examples() -> Vec<(String, Self)> {
+        let cases = [(8_u16, 3), (20, 1_000), (200, 5_000)];
+        sketch_examples(
+            "kll strings",
+            &cases,
+            |k| Kll::new(k, 5).expect("valid"),
+            |s, i| {
+                s.add(word(i)).expect("ordered");
+            },
+        )
+    }
+
+    fn fixtures() -> Vec<(&'static str, Self)> {
+        let mut s = Kll::new(20, 3).expect("valid");
+        (0..1_000).for_each(|i| s.add(word(i)).expect("ordered"));
+        vec![("kll_20_words_seed3.bin", s)]
     }
 }
