@@ -1,9 +1,15 @@
 //! Accuracy sweep: the measured relative error of each cardinality estimator against its
-//! theory, over cardinalities from 1 to 10^6.
+//! theory, over cardinalities from 1 to 10^6; then the quantile sketches' errors against
+//! their bounds.
 //!
 //! Each trial observes the items `0..n` under its own hash seed, so trials are independent.
 //! The sketch is read at checkpoints as it grows, which gives one error per trial and
 //! checkpoint. Prints a table, and with `--csv PATH` writes every row for the notebook.
+//!
+//! The quantile part draws 10⁵ log-normal values a trial (a seeded generator of its own) and
+//! reads p50, p99 and p99.9: for KLL, the 99th percentile over the trials of the rank error
+//! `|R(answer) − q|`, which its a priori error `ε` bounds (99 % confidence); for DDSketch, the
+//! largest relative value error over the trials, which its `α` bounds always.
 //!
 //! ```text
 //! cargo run --release --example accuracy                   # table, 200 trials
@@ -14,6 +20,7 @@ use std::error::Error;
 use std::fmt::Write as _;
 
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
+use synopses::quantiles::{DDSketch, Kll, Search};
 
 /// Cardinalities at which every sketch is read.
 fn checkpoints() -> Vec<u64> {
@@ -135,6 +142,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             r.rmse / r.theory
         );
     }
+    quantiles(trials)?;
     if let Some(path) = csv {
         let mut out = String::from("sketch,estimator,size,n,rmse,bias,theory,trials\n");
         for r in &rows {
@@ -146,6 +154,72 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         std::fs::write(&path, out)?;
         println!("wrote {path}");
+    }
+    Ok(())
+}
+
+/// The quantile sketches' measured errors at p50, p99 and p99.9 against their bounds.
+fn quantiles(trials: usize) -> Result<(), Box<dyn Error>> {
+    const N: usize = 100_000;
+    const QS: [f64; 3] = [0.5, 0.99, 0.999];
+    // Each trial's values, and their sorted copy for the truth.
+    let streams: Vec<(Vec<f64>, Vec<f64>)> = (0..trials as u64)
+        .map(|t| {
+            let mut state = 0x9A11_0000 + t;
+            let mut uniform = move || {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                ((z ^ (z >> 31)) >> 11) as f64 / (1_u64 << 53) as f64 + 0.5 / (1_u64 << 53) as f64
+            };
+            let values: Vec<f64> = (0..N)
+                .map(|_| {
+                    let (u, v) = (uniform(), uniform());
+                    (2.0 * (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()).exp()
+                })
+                .collect();
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            (values, sorted)
+        })
+        .collect();
+    println!();
+    println!("quantiles: {trials} trials of {N} log-normal values; KLL: 99th percentile of the rank error, against ε");
+    println!("{:<22} {:>9} {:>9} {:>9} {:>9}", "sketch", "p50", "p99", "p99.9", "bound");
+    for k in [100_u16, 200, 800] {
+        let mut errors = vec![Vec::new(); QS.len()];
+        let mut bound = 0.0;
+        for (t, (values, sorted)) in streams.iter().enumerate() {
+            let mut s = Kll::new(k, t as u64)?;
+            values.iter().try_for_each(|&x| s.add(x))?;
+            bound = s.rank_error();
+            let view = s.sorted_view();
+            for (i, &q) in QS.iter().enumerate() {
+                let answer = *view.quantile(q, Search::Inclusive)?.ok_or("empty")?;
+                errors[i].push((sorted.partition_point(|&x| x <= answer) as f64 / N as f64 - q).abs());
+            }
+        }
+        let p99 = |e: &mut Vec<f64>| {
+            e.sort_by(f64::total_cmp);
+            e[((e.len() as f64 * 0.99).ceil() as usize).clamp(1, e.len()) - 1]
+        };
+        let [a, b, c] = [0, 1, 2].map(|i| p99(&mut errors[i]));
+        println!("{:<22} {a:>9.5} {b:>9.5} {c:>9.5} {bound:>9.5}", format!("Kll k={k}"));
+    }
+    for alpha in [0.01, 0.02] {
+        let mut worst = [0.0_f64; 3];
+        for (values, sorted) in &streams {
+            let mut s = DDSketch::new(alpha)?;
+            values.iter().try_for_each(|&x| s.add(x))?;
+            for (i, &q) in QS.iter().enumerate() {
+                let truth = sorted[(q * (N - 1) as f64).floor() as usize];
+                let answer = s.quantile(q)?.ok_or("empty")?;
+                worst[i] = worst[i].max((answer - truth).abs() / truth);
+            }
+        }
+        let [a, b, c] = worst;
+        println!("{:<22} {a:>9.5} {b:>9.5} {c:>9.5} {alpha:>9.5}", format!("DDSketch α={alpha}"));
     }
     Ok(())
 }

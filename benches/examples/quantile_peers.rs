@@ -10,7 +10,8 @@
 //! The relative error printed is `|answer − truth| / truth`, the truth being the value of rank
 //! `⌊q·(n − 1)⌋`; both sketches promise at most α = 1 %. For the rank-error sketches the
 //! error printed is in rank, `|R(answer) − q|` with `R` the true fraction of values `≤` the
-//! answer (KLL promises 1.33 % at k = 200, 99 % confidence), and in value beside it.
+//! answer (KLL promises 1.33 % at k = 200, 99 % confidence), and in value beside it: the
+//! root-mean-square over 10 sketches of each randomized kind.
 
 use datasketches::kll::{KllFloat, KllSketch};
 use datasketches::req::{RankAccuracy, ReqFloat, ReqSketch};
@@ -81,60 +82,89 @@ fn main() {
     rank_sketches(&streams);
 }
 
+/// Trials of each randomized sketch (ours on seeds 1 to `TRIALS`; DataSketches' draw their
+/// own): one trial's error is mostly its top compactions' luck, shared by every quantile.
+const TRIALS: usize = 10;
+
 /// The rank-error sketches: items (or centroids) kept, bytes in memory where the crate says
-/// (ours), serialized bytes, and the rank and value errors of p50, p99 and p99.9.
+/// (ours), serialized bytes, and the root-mean-square rank and value errors of p50, p99 and
+/// p99.9 over `TRIALS` sketches (one for the deterministic t-digests).
 fn rank_sketches(streams: &[(&str, Vec<f64>)]) {
     println!();
-    println!("rank-error sketches: rank error (value error) of each quantile");
+    println!("rank-error sketches: RMS rank error (RMS value error) of each quantile over {TRIALS} trials");
     println!(
         "{:<10} {:<22} {:>7} {:>8} {:>8} {:>18} {:>18} {:>18}",
         "stream", "sketch", "kept", "memory", "bytes", "p50", "p99", "p99.9"
     );
+    const QS: [f64; 3] = [0.5, 0.99, 0.999];
     for (name, values) in streams {
         let mut sorted = values.clone();
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len() as f64;
-        let report = |q: f64, answer: f64| {
-            let rank = sorted.partition_point(|&x| x <= answer) as f64 / n;
-            let truth = sorted[(q * (n - 1.0)).floor() as usize];
-            format!("{:.3}% ({:.2}%)", 100.0 * (rank - q).abs(), 100.0 * (answer - truth).abs() / truth)
+        // Each trial's answers to QS, then the root-mean-square errors as text.
+        let report = |answers: &[[f64; 3]]| -> Vec<String> {
+            (0..3)
+                .map(|i| {
+                    let q = QS[i];
+                    let truth = sorted[(q * (n - 1.0)).floor() as usize];
+                    let (mut rank, mut value) = (0.0, 0.0);
+                    for a in answers {
+                        rank += (sorted.partition_point(|&x| x <= a[i]) as f64 / n - q).powi(2);
+                        value += ((a[i] - truth) / truth).powi(2);
+                    }
+                    let t = answers.len() as f64;
+                    format!("{:.3}% ({:.2}%)", 100.0 * (rank / t).sqrt(), 100.0 * (value / t).sqrt())
+                })
+                .collect()
         };
-        let row = |label: &str, kept: usize, memory: String, bytes: usize, q: &dyn Fn(f64) -> f64| {
-            println!(
-                "{name:<10} {label:<22} {kept:>7} {memory:>8} {bytes:>8} {:>18} {:>18} {:>18}",
-                report(0.5, q(0.5)),
-                report(0.99, q(0.99)),
-                report(0.999, q(0.999))
-            );
+        let row = |label: &str, kept: usize, memory: String, bytes: usize, answers: &[[f64; 3]]| {
+            let r = report(answers);
+            println!("{name:<10} {label:<22} {kept:>7} {memory:>8} {bytes:>8} {:>18} {:>18} {:>18}", r[0], r[1], r[2]);
         };
         for k in [200_u16, 800] {
-            let mut s = Kll::new(k, 1).expect("valid");
-            values.iter().for_each(|&x| s.add(x).expect("ordered"));
-            let view = s.sorted_view();
-            let q = |q: f64| *view.quantile(q, Search::Inclusive).expect("q").expect("not empty");
-            row(&format!("synopses kll {k}"), s.retained(), s.size_in_bytes().to_string(), s.to_bytes().len(), &q);
-            let mut p = KllSketch::new(k).expect("valid");
-            values.iter().for_each(|&x| p.update(KllFloat::<f64>::new(x).expect("not NaN")));
-            let view = p.sorted_view();
-            let q = |q: f64| {
-                *view.quantile(q, datasketches::common::SearchCriteria::Inclusive).expect("q").expect("not empty")
-            };
-            row(&format!("datasketches kll {k}"), p.num_retained(), "-".into(), p.serialize().len(), &q);
+            let (mut answers, mut last) = (Vec::new(), None);
+            for seed in 1..=TRIALS as u64 {
+                let mut s = Kll::new(k, seed).expect("valid");
+                values.iter().for_each(|&x| s.add(x).expect("ordered"));
+                let view = s.sorted_view();
+                answers.push(QS.map(|q| *view.quantile(q, Search::Inclusive).expect("q").expect("not empty")));
+                last = Some(s);
+            }
+            let s = last.expect("a trial");
+            row(
+                &format!("synopses kll {k}"),
+                s.retained(),
+                s.size_in_bytes().to_string(),
+                s.to_bytes().len(),
+                &answers,
+            );
+            let (mut answers, mut last) = (Vec::new(), None);
+            for _ in 0..TRIALS {
+                let mut p = KllSketch::new(k).expect("valid");
+                values.iter().for_each(|&x| p.update(KllFloat::<f64>::new(x).expect("not NaN")));
+                let view = p.sorted_view();
+                let criteria = datasketches::common::SearchCriteria::Inclusive;
+                answers.push(QS.map(|q| *view.quantile(q, criteria).expect("q").expect("not empty")));
+                last = Some(p);
+            }
+            let p = last.expect("a trial");
+            row(&format!("datasketches kll {k}"), p.num_retained(), "-".into(), p.serialize().len(), &answers);
         }
-        let mut req = ReqSketch::new(12, RankAccuracy::HighRank).expect("valid");
-        values.iter().for_each(|&x| req.update(ReqFloat::<f64>::new(x).expect("not NaN")));
-        let q =
-            |q: f64| *req.quantile(q, datasketches::common::SearchCriteria::Inclusive).expect("q").expect("not empty");
-        row("datasketches req 12", req.num_retained() as usize, "-".into(), req.serialize().len(), &q);
+        let (mut answers, mut last) = (Vec::new(), None);
+        for _ in 0..TRIALS {
+            let mut req = ReqSketch::new(12, RankAccuracy::HighRank).expect("valid");
+            values.iter().for_each(|&x| req.update(ReqFloat::<f64>::new(x).expect("not NaN")));
+            let criteria = datasketches::common::SearchCriteria::Inclusive;
+            answers.push(QS.map(|q| *req.quantile(q, criteria).expect("q").expect("not empty")));
+            last = Some(req);
+        }
+        let req = last.expect("a trial");
+        row("datasketches req 12", req.num_retained() as usize, "-".into(), req.serialize().len(), &answers);
         let mut td = TDigestMut::new(100).expect("valid");
         values.iter().for_each(|&x| td.update(x));
-        let bytes = td.serialize().len();
-        let answers: Vec<f64> =
-            [0.5, 0.99, 0.999].iter().map(|&r| td.quantile(r).expect("q").expect("not empty")).collect();
-        row("datasketches tdigest", 0, "-".into(), bytes, &|q| {
-            answers[[0.5, 0.99, 0.999].iter().position(|&r| r == q).unwrap_or(0)]
-        });
+        let answers = [QS.map(|q| td.quantile(q).expect("q").expect("not empty"))];
+        row("datasketches tdigest", 0, "-".into(), td.serialize().len(), &answers);
         let t = values.chunks(8192).fold(tdigest::TDigest::new_with_size(100), |t, b| t.merge_unsorted(b.to_vec()));
-        row("tdigest crate 100", 0, "-".into(), 0, &|q| t.estimate_quantile(q));
+        row("tdigest crate 100", 0, "-".into(), 0, &[QS.map(|q| t.estimate_quantile(q))]);
     }
 }

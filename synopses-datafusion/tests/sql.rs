@@ -665,6 +665,38 @@ mod hostile {
             });
         }
 
+        /// Damaged quantile sketches (and arbitrary bytes) never panic the functions that read
+        /// them: an answer or an error.
+        #[test]
+        fn damaged_quantile_sketches_give_an_answer_or_an_error(noise in prop::collection::vec(any::<u8>(), 0..64), at in any::<usize>(), xor in 1..=255_u8) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+            let mut kll = synopses::quantiles::Kll::new(8, 1).unwrap();
+            (0..40).for_each(|i| kll.add(f64::from(i)).unwrap());
+            let mut dd = synopses::quantiles::DDSketch::new(0.05).unwrap();
+            (1..40).for_each(|i| dd.add(f64::from(i)).unwrap());
+            let flip = |mut bytes: Vec<u8>| {
+                let i = at % bytes.len();
+                bytes[i] ^= xor;
+                bytes
+            };
+            let (kll, dd) = (flip(kll.to_bytes()), flip(dd.to_bytes()));
+            runtime.block_on(async {
+                let ctx = SessionContext::new();
+                synopses_datafusion::register(&ctx);
+                for bytes in [&noise, &kll, &dd] {
+                    for sql in [
+                        format!("SELECT sketch_quantile(X'{}', 0.5)", hex(bytes)),
+                        format!("SELECT sketch_rank(X'{}', 3)", hex(bytes)),
+                        format!("SELECT sketch_union(s) FROM (SELECT X'{}' AS s)", hex(bytes)),
+                    ] {
+                        if let Ok(df) = ctx.sql(&sql).await {
+                            let _ = df.collect().await;
+                        }
+                    }
+                }
+            });
+        }
+
         /// Stored samples with arbitrary or damaged sampler bytes, and values lists of any
         /// length, never panic `sketch_sample` or `sample_union`: an answer or an error.
         #[test]

@@ -18,6 +18,7 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use synopses::cardinality::{HyperLogLog, UltraLogLog};
 use synopses::core::Mergeable;
 use synopses::frequency::CountMin;
+use synopses::quantiles::{DDSketch, Kll};
 use synopses::sampling::Reservoir;
 use synopses_datafusion_ballista::{cluster, session_state};
 
@@ -125,6 +126,8 @@ async fn ballista_answers_equal_one_process() -> Result<()> {
         ("SELECT g, ull_sketch(s) FROM t GROUP BY g ORDER BY g", "ull"),
         ("SELECT g, hll_sketch(i, 11) FROM t GROUP BY g ORDER BY g", "hll"),
         ("SELECT g, cms_sketch(s, 256, 3) FROM t GROUP BY g ORDER BY g", "cms"),
+        ("SELECT g, dd_sketch(i) FROM t GROUP BY g ORDER BY g", "dd"),
+        ("SELECT g, kll_sketch(i) FROM t GROUP BY g ORDER BY g", "kll"),
     ] {
         let (want, got) = (rows(&local, sql).await?, rows(&remote, sql).await?);
         let sketches = |batches: &[RecordBatch]| -> Vec<(i32, Vec<u8>)> {
@@ -151,6 +154,12 @@ async fn ballista_answers_equal_one_process() -> Result<()> {
                     merged(&HyperLogLog::from_bytes(a).expect("ok")),
                     merged(&HyperLogLog::from_bytes(b).expect("ok"))
                 ),
+                // DDSketch merges exactly; KLL flips coins: the same count and extremes.
+                "dd" => assert_eq!(DDSketch::from_bytes(a).expect("ok"), DDSketch::from_bytes(b).expect("ok")),
+                "kll" => {
+                    let (a, b) = (Kll::<f64>::from_bytes(a).expect("ok"), Kll::<f64>::from_bytes(b).expect("ok"));
+                    assert_eq!((a.count(), a.min(), a.max()), (b.count(), b.min(), b.max()));
+                }
                 _ => assert_eq!(CountMin::from_bytes(a).expect("ok"), CountMin::from_bytes(b).expect("ok")),
             }
         }
