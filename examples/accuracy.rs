@@ -19,6 +19,9 @@
 use std::error::Error;
 use std::fmt::Write as _;
 
+use rand::distr::Open01;
+use rand::{RngExt, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use synopses::cardinality::{FlajoletMartin, HyperLogLog};
 use synopses::quantiles::{DDSketch, Kll, Search};
 
@@ -165,14 +168,8 @@ fn quantiles(trials: usize) -> Result<(), Box<dyn Error>> {
     // Each trial's values, and their sorted copy for the truth.
     let streams: Vec<(Vec<f64>, Vec<f64>)> = (0..trials as u64)
         .map(|t| {
-            let mut state = 0x9A11_0000 + t;
-            let mut uniform = move || {
-                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                ((z ^ (z >> 31)) >> 11) as f64 / (1_u64 << 53) as f64 + 0.5 / (1_u64 << 53) as f64
-            };
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x9A11_0000 + t);
+            let mut uniform = move || -> f64 { rng.sample(Open01) };
             let values: Vec<f64> = (0..N)
                 .map(|_| {
                     let (u, v) = (uniform(), uniform());

@@ -1740,7 +1740,9 @@ fn kll_errors_hold(k: u16, n: u32, trials: u64, parts: &[usize]) {
     for (c, cell) in over.iter().enumerate() {
         let (order, parts) = (orders[c / layouts.len()], layouts[c % layouts.len()]);
         let all = [over_all[c]];
-        for (what, counts) in ["rank", "quantile", "pmf bucket", "all-ranks"].iter().zip(cell.iter().map(Vec::as_slice).chain([&all[..]])) {
+        for (what, counts) in
+            ["rank", "quantile", "pmf bucket", "all-ranks"].iter().zip(cell.iter().map(Vec::as_slice).chain([&all[..]]))
+        {
             let most = counts.iter().copied().max().unwrap_or(0);
             let rate = f64::from(most) / trials as f64;
             assert!(

@@ -1059,6 +1059,32 @@ mod sampling {
 }
 
 #[cfg(feature = "rayon")]
+mod parallel_quantiles {
+    use synopses::core::OperatorExt;
+    use synopses::quantiles::{DDSketch, Kll, Search};
+
+    /// A KLL sketch observed in parallel keeps the count and extremes, and its ranks stay
+    /// within twice the a priori error (the parts draw their own coins); a DDSketch observed
+    /// in parallel is the sequential one.
+    #[test]
+    fn par_observe_of_quantile_sketches() -> Result<(), Box<dyn std::error::Error>> {
+        let values: Vec<f64> = (0..200_000_u64).map(|i| ((i * 7919) % 200_000) as f64).collect();
+        let mut kll = Kll::new(200, 3)?;
+        kll.par_observe(&values);
+        assert_eq!((kll.count(), kll.min(), kll.max()), (200_000, Some(&0.0), Some(&199_999.0)));
+        for x in [20_000.0, 100_000.0, 190_000.0] {
+            let rank = kll.rank(&x, Search::Inclusive)?.ok_or("empty")?;
+            assert!((rank - (x + 1.0) / 200_000.0).abs() <= 2.0 * kll.rank_error(), "rank of {x}: {rank}");
+        }
+        let (mut parallel, mut sequential) = (DDSketch::new(0.01)?, DDSketch::new(0.01)?);
+        parallel.par_observe(&values);
+        values.iter().try_for_each(|&x| sequential.add(x))?;
+        assert_eq!(parallel, sequential);
+        Ok(())
+    }
+}
+
+#[cfg(feature = "rayon")]
 mod parallel_sampling {
     use synopses::core::OperatorExt;
     use synopses::sampling::Reservoir;

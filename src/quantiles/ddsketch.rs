@@ -704,6 +704,13 @@ macro_rules! observe_numbers {
                 }
             }
         }
+
+        impl<'a> Operator<&'a $t> for DDSketch {
+            /// As the value itself: what `par_observe` over a slice needs.
+            fn observe(&mut self, item: &'a $t) {
+                Operator::observe(self, *item);
+            }
+        }
     )*};
 }
 observe_numbers!(f64, f32, i64, u64, i32, u32);

@@ -1315,6 +1315,25 @@ impl<T: PartialOrd + Clone> Operator<T> for Kll<T> {
     }
 }
 
+impl<'a, T: PartialOrd + Clone> Operator<&'a T> for Kll<T> {
+    /// A copy of the item, as [`observe`](Operator::observe) takes it: what
+    /// [`par_observe`](crate::core::OperatorExt) over a slice needs.
+    ///
+    /// ```
+    /// use synopses::core::Operator;
+    /// use synopses::quantiles::Kll;
+    ///
+    /// let values = vec![3.0, 1.0, 2.0];
+    /// let mut s = Kll::new(200, 1)?;
+    /// values.iter().for_each(|x| s.observe(x));
+    /// assert_eq!(s.min(), Some(&1.0));
+    /// # Ok::<(), synopses::ConfigError>(())
+    /// ```
+    fn observe(&mut self, item: &'a T) {
+        Operator::observe(self, item.clone());
+    }
+}
+
 codec_impl!([T: PartialOrd + Clone + Item] Kll<T>, 19);
 
 #[cfg(test)]
