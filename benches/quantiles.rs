@@ -13,9 +13,10 @@
 //!   against `datasketches`' KLL at the same k (the goal: at least 1.5× faster), its
 //!   REQ (k = 12, high ranks) and t-digest (k = 100), and the `tdigest` crate (100 centroids,
 //!   fed in batches of 8192 values: its only way in, as an Arrow batch would).
-//! - `quantiles/kll_quantile`, `quantiles/kll_merge`, `quantiles/kll_bytes`: p50, p99 and p99.9
-//!   of a full sketch; merging two halves; serializing and deserializing (ours: the crate's
-//!   format; the peer: DataSketches' compact KLL image).
+//! - `quantiles/kll_quantile`, `quantiles/kll_merge`: p50, p99 and p99.9 of a full sketch,
+//!   merging two halves, for ours and `datasketches`' KLL, REQ and t-digest.
+//! - `quantiles/kll_bytes`: serializing and deserializing (ours: the crate's format; the peer:
+//!   DataSketches' compact KLL image).
 //!
 //! Memory, serialized size and accuracy at equal memory are printed by
 //! `cargo run --release -p synopses-benches --example quantile_peers`.
@@ -166,20 +167,8 @@ fn bench_kll_add(c: &mut Criterion) {
         g.throughput(Throughput::Elements(values.len() as u64));
         g.bench_function("synopses_kll", |b| b.iter(|| kll_ours(black_box(values))));
         g.bench_function("datasketches_kll", |b| b.iter(|| kll_peer(black_box(values))));
-        g.bench_function("datasketches_req", |b| {
-            b.iter(|| {
-                let mut s = ReqSketch::new(12, RankAccuracy::HighRank).expect("valid");
-                values.iter().for_each(|&x| s.update(ReqFloat::<f64>::new(x).expect("not NaN")));
-                s
-            })
-        });
-        g.bench_function("datasketches_tdigest", |b| {
-            b.iter(|| {
-                let mut s = TDigestMut::new(100).expect("valid");
-                values.iter().for_each(|&x| s.update(x));
-                s
-            })
-        });
+        g.bench_function("datasketches_req", |b| b.iter(|| req_peer(black_box(values))));
+        g.bench_function("datasketches_tdigest", |b| b.iter(|| tdigest_peer(black_box(values))));
         g.bench_function("tdigest", |b| {
             b.iter(|| {
                 values
@@ -191,9 +180,22 @@ fn bench_kll_add(c: &mut Criterion) {
     }
 }
 
+fn req_peer(values: &[f64]) -> ReqSketch<ReqFloat<f64>> {
+    let mut s = ReqSketch::new(12, RankAccuracy::HighRank).expect("valid");
+    values.iter().for_each(|&x| s.update(ReqFloat::<f64>::new(x).expect("not NaN")));
+    s
+}
+
+fn tdigest_peer(values: &[f64]) -> TDigestMut {
+    let mut s = TDigestMut::new(100).expect("valid");
+    values.iter().for_each(|&x| s.update(x));
+    s
+}
+
 fn bench_kll_queries(c: &mut Criterion) {
     let (_, values) = &data()[1];
     let (mine, theirs) = (kll_ours(values), kll_peer(values));
+    let (req, digest) = (req_peer(values), tdigest_peer(values).freeze());
     let mut g = small_group(c, "quantiles/kll_quantile");
     for q in [0.5, 0.99, 0.999] {
         g.bench_function(BenchmarkId::new("synopses_kll", q), |b| {
@@ -202,6 +204,10 @@ fn bench_kll_queries(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("datasketches_kll", q), |b| {
             b.iter(|| black_box(&theirs).quantile(q, SearchCriteria::Inclusive))
         });
+        g.bench_function(BenchmarkId::new("datasketches_req", q), |b| {
+            b.iter(|| black_box(&req).quantile(q, SearchCriteria::Inclusive))
+        });
+        g.bench_function(BenchmarkId::new("datasketches_tdigest", q), |b| b.iter(|| black_box(&digest).quantile(q)));
     }
     g.finish();
 
@@ -214,6 +220,21 @@ fn bench_kll_queries(c: &mut Criterion) {
     let (pa, pb) = (kll_peer(left), kll_peer(right));
     g.bench_function("datasketches_kll", |b| {
         b.iter_batched(|| pa.clone(), |mut m| m.merge(black_box(&pb)).map(|()| m), BatchSize::SmallInput)
+    });
+    let (ra, rb) = (req_peer(left), req_peer(right));
+    g.bench_function("datasketches_req", |b| {
+        b.iter_batched(|| ra.clone(), |mut m| m.merge(black_box(&rb)).map(|()| m), BatchSize::SmallInput)
+    });
+    let (ta, tb) = (tdigest_peer(left), tdigest_peer(right));
+    g.bench_function("datasketches_tdigest", |b| {
+        b.iter_batched(
+            || ta.clone(),
+            |mut m| {
+                m.merge(black_box(&tb));
+                m
+            },
+            BatchSize::SmallInput,
+        )
     });
     g.finish();
 

@@ -11,7 +11,7 @@
 //! `⌊q·(n − 1)⌋`; both sketches promise at most α = 1 %. For the rank-error sketches the
 //! error printed is in rank, `|R(answer) − q|` with `R` the true fraction of values `≤` the
 //! answer (KLL promises 1.33 % at k = 200, 99 % confidence), and in value beside it: the
-//! root-mean-square over 10 sketches of each randomized kind.
+//! root-mean-square over 40 sketches of each randomized kind.
 
 use datasketches::kll::{KllFloat, KllSketch};
 use datasketches::req::{RankAccuracy, ReqFloat, ReqSketch};
@@ -84,7 +84,7 @@ fn main() {
 
 /// Trials of each randomized sketch (ours on seeds 1 to `TRIALS`; DataSketches' draw their
 /// own): one trial's error is mostly its top compactions' luck, shared by every quantile.
-const TRIALS: usize = 10;
+const TRIALS: usize = 40;
 
 /// The rank-error sketches: items (or centroids) kept, bytes in memory where the crate says
 /// (ours), serialized bytes, and the root-mean-square rank and value errors of p50, p99 and
@@ -150,20 +150,32 @@ fn rank_sketches(streams: &[(&str, Vec<f64>)]) {
             let p = last.expect("a trial");
             row(&format!("datasketches kll {k}"), p.num_retained(), "-".into(), p.serialize().len(), &answers);
         }
-        let (mut answers, mut last) = (Vec::new(), None);
-        for _ in 0..TRIALS {
-            let mut req = ReqSketch::new(12, RankAccuracy::HighRank).expect("valid");
-            values.iter().for_each(|&x| req.update(ReqFloat::<f64>::new(x).expect("not NaN")));
-            let criteria = datasketches::common::SearchCriteria::Inclusive;
-            answers.push(QS.map(|q| *req.quantile(q, criteria).expect("q").expect("not empty")));
-            last = Some(req);
+        // REQ at two sizes (the smaller about KLL 200's memory), the t-digest at two (the
+        // larger about its serialized size).
+        for req_k in [4_u16, 12] {
+            let (mut answers, mut last) = (Vec::new(), None);
+            for _ in 0..TRIALS {
+                let mut req = ReqSketch::new(req_k, RankAccuracy::HighRank).expect("valid");
+                values.iter().for_each(|&x| req.update(ReqFloat::<f64>::new(x).expect("not NaN")));
+                let criteria = datasketches::common::SearchCriteria::Inclusive;
+                answers.push(QS.map(|q| *req.quantile(q, criteria).expect("q").expect("not empty")));
+                last = Some(req);
+            }
+            let req = last.expect("a trial");
+            row(
+                &format!("datasketches req {req_k}"),
+                req.num_retained() as usize,
+                "-".into(),
+                req.serialize().len(),
+                &answers,
+            );
         }
-        let req = last.expect("a trial");
-        row("datasketches req 12", req.num_retained() as usize, "-".into(), req.serialize().len(), &answers);
-        let mut td = TDigestMut::new(100).expect("valid");
-        values.iter().for_each(|&x| td.update(x));
-        let answers = [QS.map(|q| td.quantile(q).expect("q").expect("not empty"))];
-        row("datasketches tdigest", 0, "-".into(), td.serialize().len(), &answers);
+        for size in [100_u16, 200] {
+            let mut td = TDigestMut::new(size).expect("valid");
+            values.iter().for_each(|&x| td.update(x));
+            let answers = [QS.map(|q| td.quantile(q).expect("q").expect("not empty"))];
+            row(&format!("datasketches tdigest {size}"), 0, "-".into(), td.serialize().len(), &answers);
+        }
         let t = values.chunks(8192).fold(tdigest::TDigest::new_with_size(100), |t, b| t.merge_unsorted(b.to_vec()));
         row("tdigest crate 100", 0, "-".into(), 0, &[QS.map(|q| t.estimate_quantile(q))]);
     }
