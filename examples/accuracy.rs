@@ -43,13 +43,23 @@ struct Row {
     rmse: f64,
     bias: f64,
     theory: f64,
+    /// The errors' quantiles at [`LEVELS`], for DataSketches-style error-distribution plots.
+    quantiles: [f64; 7],
 }
 
-fn summarize(errors: &[f64]) -> (f64, f64) {
+/// The quantiles of the errors that each row reports: the median, and the bands holding the
+/// middle 50 %, 90 % and 98 % of the trials.
+const LEVELS: [f64; 7] = [0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99];
+
+/// RMSE, bias and the quantiles at [`LEVELS`] (the order statistic of rank `⌈q·T⌉`).
+fn summarize(errors: &[f64]) -> (f64, f64, [f64; 7]) {
     let t = errors.len() as f64;
     let bias = errors.iter().sum::<f64>() / t;
     let rmse = (errors.iter().map(|e| e * e).sum::<f64>() / t).sqrt();
-    (rmse, bias)
+    let mut sorted = errors.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let quantiles = LEVELS.map(|q| sorted[((q * t).ceil() as usize).clamp(1, sorted.len()) - 1]);
+    (rmse, bias, quantiles)
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -87,7 +97,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                 _ => 1.0390,
             };
             for (estimator, errs, c) in [("martingale", &mart[k], 0.8326), ("register", &reg[k], beta)] {
-                let (rmse, bias) = summarize(errs);
+                let (rmse, bias, quantiles) = summarize(errs);
                 rows.push(Row {
                     sketch: format!("HyperLogLog p={p}"),
                     estimator,
@@ -96,6 +106,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                     rmse,
                     bias,
                     theory: c / (m as f64).sqrt(),
+                    quantiles,
                 });
             }
         }
@@ -115,7 +126,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             }
         }
         for (k, &n) in points.iter().enumerate() {
-            let (rmse, bias) = summarize(&errs[k]);
+            let (rmse, bias, quantiles) = summarize(&errs[k]);
             // Linear counting answers up to 3m (its error formula, Whang et al.), PCSA above.
             let (mf, nf) = (m as f64, n as f64);
             let theory = if nf <= FlajoletMartin::LINEAR_COUNTING_LIMIT * mf {
@@ -124,7 +135,16 @@ fn main() -> Result<(), Box<dyn Error>> {
             } else {
                 0.78 / mf.sqrt()
             };
-            rows.push(Row { sketch: format!("FlajoletMartin m={m}"), estimator: "fm", size: m, n, rmse, bias, theory });
+            rows.push(Row {
+                sketch: format!("FlajoletMartin m={m}"),
+                estimator: "fm",
+                size: m,
+                n,
+                rmse,
+                bias,
+                theory,
+                quantiles,
+            });
         }
     }
 
@@ -147,11 +167,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     quantiles(trials)?;
     if let Some(path) = csv {
-        let mut out = String::from("sketch,estimator,size,n,rmse,bias,theory,trials\n");
+        let mut out = String::from("sketch,estimator,size,n,rmse,bias,theory,trials,q01,q05,q25,q50,q75,q95,q99\n");
         for r in &rows {
+            let q = r.quantiles.map(|x| x.to_string()).join(",");
             writeln!(
                 out,
-                "{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{q}",
                 r.sketch, r.estimator, r.size, r.n, r.rmse, r.bias, r.theory, trials
             )?;
         }
