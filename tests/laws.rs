@@ -1064,8 +1064,10 @@ mod parallel_quantiles {
     use synopses::quantiles::{DDSketch, Kll, Search};
 
     /// A KLL sketch observed in parallel keeps the count and extremes, and its ranks stay
-    /// within twice the a priori error (the parts draw their own coins); a DDSketch observed
-    /// in parallel is the sequential one.
+    /// within twice the a priori error `ε` (the parts draw their own coins, and how many there
+    /// are depends on rayon's threads): `ε` is the 99th percentile of a roughly normal error, so
+    /// `2ε ≥ 5.2σ`, a tail below 2·10⁻⁷ per query. A DDSketch observed in parallel is the
+    /// sequential one.
     #[test]
     fn par_observe_of_quantile_sketches() -> Result<(), Box<dyn std::error::Error>> {
         let values: Vec<f64> = (0..200_000_u64).map(|i| ((i * 7919) % 200_000) as f64).collect();
@@ -1491,19 +1493,19 @@ mod kll {
         }
 
         /// A weighted item stands for its weight exactly: `add_weighted(x, w)` answers as `w`
-        /// adds of `x` would with no compaction (every rank exact).
+        /// adds of `x` would, every rank exact. With `k` ≥ 1000 the levels hold about `3k`
+        /// items, more than the at most 20 · 20 copies of these weights, so nothing compacts.
         #[test]
-        fn kll_weights_are_exact(k in 8_u16..=64, pairs in prop::collection::vec((0..100_u64, 1..1_000_000_u64), 1..20)) {
+        fn kll_weights_are_exact(k in 1000_u16..=4000, pairs in prop::collection::vec((0..100_u64, 1..1_000_000_u64), 1..20)) {
             let mut s = Kll::new(k, 1).unwrap();
             pairs.iter().for_each(|&(x, w)| s.add_weighted(x, w).unwrap());
             let total: u64 = pairs.iter().map(|p| p.1).sum();
             prop_assert_eq!(s.count(), total);
+            // One copy a set bit of each weight, each at its own weight's level.
+            prop_assert_eq!(s.retained(), pairs.iter().map(|p| p.1.count_ones() as usize).sum::<usize>());
             for probe in 0..100_u64 {
                 let below: u64 = pairs.iter().filter(|p| p.0 <= probe).map(|p| p.1).sum();
-                // Exact while no level compacted: each copy sits at its own weight's level.
-                if s.retained() == pairs.iter().map(|p| p.1.count_ones() as usize).sum::<usize>() {
-                    prop_assert_eq!(s.rank(&probe, Search::Inclusive).unwrap(), Some(below as f64 / total as f64));
-                }
+                prop_assert_eq!(s.rank(&probe, Search::Inclusive).unwrap(), Some(below as f64 / total as f64));
             }
         }
     }

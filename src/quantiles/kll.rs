@@ -1178,11 +1178,13 @@ impl<T: PartialOrd + Clone + Item> Kll<T> {
         for _ in 0..levels {
             sizes.push(r.u32()? as usize);
         }
-        let retained: usize = sizes.iter().sum();
+        // Summed as u64: 64 claimed u32 sizes can pass a 32-bit usize.
+        let claimed: u64 = sizes.iter().map(|&s| s as u64).sum();
         let capacity = total_capacity(k, levels);
-        if retained > capacity {
+        if claimed > capacity as u64 {
             return Err(invalid("levels", "more items than their capacity"));
         }
+        let retained = claimed as usize;
         if levels > 1 && sizes[levels - 1] == 0 {
             return Err(invalid("levels", "an empty top level"));
         }
