@@ -39,7 +39,7 @@ use synopses::frequency::{CountMin, Guarantee, HeavyHitters, Update};
 use synopses::membership::{Bloom, CounterWidth, CountingBloom};
 use synopses::sampling::{PrioritySample, Reservoir, WeightedReservoir};
 use synopses::shedding::{
-    DropPolicy, FixedRate, Headroom, HorvitzThompson, KeyHashDrop, LoadShedder, Phase, RandomDrop, Simulation,
+    Credits, DropPolicy, FixedRate, Headroom, HorvitzThompson, KeyHashDrop, LoadShedder, Phase, RandomDrop, Simulation,
 };
 use synopses::stream::{DChoices, KeyGrouping, PartialKeyGrouping, Partitioner};
 
@@ -1414,6 +1414,57 @@ fn headroom_controller_bounds_queue_and_latency_under_a_burst() {
         "kept {kept:.1}/s, target {target}/s ± {:.1} %",
         100.0 * tolerance
     );
+}
+
+/// Backpressure (credit-based flow control) moves the queue upstream without changing what
+/// the server does. With a durable source and credits that return at once, every item
+/// finishes exactly when it would behind an unbounded buffer (the server is first in, first
+/// out and never idles while an item waits), so the latencies are equal; the operator holds at
+/// most `buffer` items, and its queue plus the source's is the unbounded queue at every step.
+/// A source that holds `S` items loses the burst's excess: the fluid loss `(λ − C)·D`, less the
+/// `buffer + S` items the buffers absorb, within three Poisson deviations `3·√(λ·D)`.
+/// Credits that take `d` seconds to return cap the throughput at `buffer / (c + d)`: each slot
+/// carries one item per service time plus round trip (4 slots, c = 1 ms, d = 9 ms: 400 items a
+/// second of a capacity of 1000), exact up to the `buffer` items in flight at the window's ends.
+#[test]
+fn backpressure_moves_the_queue_upstream_and_credits_in_flight_cap_the_throughput() {
+    let (capacity, lambda, burst, cost) = (1000.0, 3000.0, 10.0, 0.001);
+    let phases = vec![
+        Phase { duration: 1.0, rate: 500.0 },
+        Phase { duration: burst, rate: lambda },
+        Phase { duration: 2.0, rate: 500.0 },
+    ];
+    let sim = Simulation::new(phases.clone(), cost, 7).unwrap();
+    let all = FixedRate::new(1.0).unwrap();
+    let buffered = sim.run(all);
+    let durable = Credits { buffer: 32, delay: 0.0, source_buffer: None };
+    let pressed = sim.clone().with_credits(durable).unwrap().run(all);
+    assert_eq!(
+        (pressed.kept, pressed.lost, pressed.latency_p50, pressed.latency_p99, pressed.latency_max),
+        (buffered.kept, 0, buffered.latency_p50, buffered.latency_p99, buffered.latency_max)
+    );
+    assert!(pressed.max_queue <= durable.buffer && pressed.max_upstream > 10_000);
+    for (p, b) in pressed.series.iter().zip(&buffered.series) {
+        assert_eq!((p.queue_len + p.upstream_len, p.counted), (b.queue_len, b.counted), "at {} s", p.time);
+        assert!(p.queue_len <= durable.buffer);
+    }
+
+    let sensor = Credits { source_buffer: Some(100), ..durable };
+    let lossy = sim.clone().with_credits(sensor).unwrap().run(all);
+    assert_eq!(lossy.kept + lossy.lost, buffered.kept);
+    assert!(lossy.max_upstream <= 100);
+    let fluid = (lambda - capacity) * burst;
+    let spread = 3.0 * (lambda * burst).sqrt();
+    let absorbed = (sensor.buffer + 100) as f64;
+    let lost = lossy.lost as f64;
+    assert!(lost >= fluid - absorbed - spread && lost <= fluid + spread, "lost {lost}, fluid {fluid}");
+
+    let (slots, delay) = (4, 0.009);
+    let slow = sim.with_credits(Credits { buffer: slots, delay, source_buffer: None }).unwrap().run(all);
+    let window: Vec<_> = slow.series.iter().filter(|s| s.time > 2.0 + 1e-9 && s.time <= 10.0 + 1e-9).collect();
+    let served: f64 = window.iter().map(|s| s.served_rate * 0.01).sum();
+    let cap = slots as f64 / (cost + delay);
+    assert!((served - cap * 8.0).abs() <= slots as f64, "served {served} in 8 s, cap {cap}/s");
 }
 
 // ---------------------------------------------------------------------------------------------

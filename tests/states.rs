@@ -1067,13 +1067,29 @@ fn items_offered_in_no_time_are_refused_and_counted_later() -> Result<(), Box<dy
 
 #[test]
 fn a_simulation_of_absurd_costs_reports_finite_numbers() -> Result<(), Box<dyn std::error::Error>> {
-    use synopses::shedding::{Phase, Simulation};
-    for cost in [1e308, f64::MAX / 4.0, f64::MAX] {
-        let sim = Simulation::new(vec![Phase { duration: 10.0, rate: 10.0 }], cost, 1)?.with_tick(1.0)?;
-        for report in [sim.run(FixedRate::new(1.0)?), sim.run(Headroom::new(0.9)?)] {
-            let numbers = [report.latency_p50, report.latency_p99, report.latency_max, report.kept_rate(0.0, 10.0)];
-            assert!(numbers.iter().all(|x| x.is_finite()), "cost {cost}: {numbers:?}");
-            assert!(report.series.iter().all(|s| s.keep_probability.is_finite() && s.kept_rate.is_finite()));
+    use synopses::shedding::{Credits, Phase, Simulation};
+    // Absurd costs, and credits that take absurdly long to return, behind buffers of any size.
+    let flows = [
+        None,
+        Some(Credits { buffer: 1, delay: f64::MAX, source_buffer: None }),
+        Some(Credits { buffer: 2, delay: 1e308, source_buffer: Some(0) }),
+        Some(Credits { buffer: u64::MAX, delay: 0.0, source_buffer: Some(u64::MAX) }),
+    ];
+    for cost in [1e308, f64::MAX / 4.0, f64::MAX, 0.001] {
+        for flow in flows {
+            let mut sim = Simulation::new(vec![Phase { duration: 10.0, rate: 10.0 }], cost, 1)?.with_tick(1.0)?;
+            if let Some(credits) = flow {
+                sim = sim.with_credits(credits)?;
+            }
+            for report in [sim.run(FixedRate::new(1.0)?), sim.run(Headroom::new(0.9)?)] {
+                let numbers = [report.latency_p50, report.latency_p99, report.latency_max, report.kept_rate(0.0, 10.0)];
+                assert!(numbers.iter().all(|x| x.is_finite()), "cost {cost}, {flow:?}: {numbers:?}");
+                assert!(report.series.iter().all(|s| {
+                    [s.keep_probability, s.kept_rate, s.served_rate, s.counted, s.count_error()]
+                        .iter()
+                        .all(|x| x.is_finite())
+                }));
+            }
         }
     }
     Ok(())

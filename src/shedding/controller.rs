@@ -102,12 +102,12 @@ pub trait RateController {
 }
 
 /// Checks a probability given by the user: in `(0, 1]`.
-fn probability(parameter: &'static str, value: f64) -> Result<f64, ConfigError> {
+pub(super) fn probability(parameter: &'static str, value: f64) -> Result<f64, ConfigError> {
     if value > 0.0 && value <= 1.0 { Ok(value) } else { Err(ConfigError::new(parameter, value, "a number in (0, 1]")) }
 }
 
 /// Checks a positive, finite quantity given by the user.
-fn positive(parameter: &'static str, value: f64) -> Result<f64, ConfigError> {
+pub(super) fn positive(parameter: &'static str, value: f64) -> Result<f64, ConfigError> {
     if value > 0.0 && value.is_finite() {
         Ok(value)
     } else {

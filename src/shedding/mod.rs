@@ -16,7 +16,8 @@
 //! | [`SemanticDrop`] | keeps the items of highest utility (a function you give), weight 1 |
 //! | [`FixedRate`], [`Headroom`], [`PiController`] | set `p`: fixed; from the load and the capacity (Aurora); from the queueing delay |
 //! | [`HorvitzThompson`] | estimates count, sum and mean from the kept items and their weights, with variances |
-//! | [`Simulation`] | a virtual-time queue with the shedder in front, to see overload and its cure |
+//! | [`Simulation`] | a virtual-time queue with the shedder in front, behind an unbounded buffer or credit-based flow control ([`Credits`]), to see overload, backpressure and shedding side by side |
+//! | [`QueryNetwork`], [`DropPlan`] | Aurora's plan for a network of queries: its load `Load(N(I))`, where to drop and how much |
 //!
 //! # Where and how much to shed
 //!
@@ -40,6 +41,48 @@
 //! `λ > C` grows the queue by `λ − C` items every second it lasts (`tests/accuracy.rs` and
 //! `examples/overload.rs` measure both). A [`PiController`] instead steers the queueing delay
 //! to a target, needing no model of costs, at the price of slower reactions.
+//!
+//! # Shedding over a query network
+//!
+//! Aurora sheds over a whole network of continuous queries, not one operator. In the
+//! course's notation: inputs `I` at known rates, boxes with a cost `c` (seconds of work per
+//! item) and a selectivity `s` (items out per item in), a capacity `C` and a headroom `H`.
+//! The rate reaching a box is its input's rate times the selectivities above it, and the
+//! network's load is `Load(N(I)) = Σ r_j·c_j` over its boxes; the system is overloaded when
+//! `Load(N(I)) > H·C` ([`QueryNetwork::load`]).
+//!
+//! *Where* to drop: as early as possible, but a drop before a split thins every query that
+//! shares it, while a drop after the split thins one. So the candidate locations are the first
+//! arc of every branch, from an input or a split; further down a branch a drop loses the same
+//! query and saves less. *How much*: each location has a loss/gain ratio, the utility lost per
+//! second of work saved by dropping a little more there (`Σ u_q·k_q` over the queries below it,
+//! over the work `r·g` its arc carries, `g` the seconds of work an item causes below it).
+//! [`QueryNetwork::plan`] deepens the drop at the lowest ratio first, recomputing the ratios
+//! after each, until the load is `H·C`: with a loss linear in the fraction dropped, that is a
+//! fractional knapsack, solved exactly by the greedy when the locations are independent (a
+//! star; the tests check it against random feasible plans). A linear loss gives up the cheapest
+//! query per second of work first, whole if need be; Aurora's QoS graphs, concave in the
+//! fraction dropped, spread the drops more.
+//!
+//! The single-operator controller ([`Headroom`]) sees the network as one box of cost
+//! `Load(N(I)) / λ` per input item and drops the same fraction at every input
+//! ([`QueryNetwork::plan_at_inputs`]): the same load, usually more utility lost, because it
+//! thins the cheap queries as much as the dear ones (`examples/aurora.rs`).
+//!
+//! # Backpressure against shedding
+//!
+//! Credit-based flow control (Flink's, after ATM networks') gives the operator's input buffer
+//! `B` slots, one credit each; a sender sends only with a credit, so under overload the items
+//! wait upstream. That bounds the operator's memory by `B`, and changes nothing else: a first
+//! in, first out server that never idles finishes every item at the same time behind `B` slots
+//! as behind an unbounded buffer, so the latency still grows by `(λ − C)/C` seconds per second
+//! of a burst, and the backlog is the source's ([`Simulation::with_credits`]). Credits that
+//! take `d` seconds to return cap the throughput at `B / (c + d)`: the buffer must cover the
+//! credits in flight. A source that cannot wait loses what it cannot hold, the burst's excess,
+//! by arrival time: the answer misses that stretch of the stream, and nothing estimates it.
+//! Shedding keeps the latency bounded and the answer current and unbiased, at the error of the
+//! sample; buffering and backpressure give the exact answer, late
+//! ([`Snapshot::count_error`], `examples/overload.rs`).
 //!
 //! # Random drops keep sums unbiased
 //!
@@ -125,13 +168,17 @@
 //!   finite universe.* JASA 47(260), 1952.
 //! * Y.-C. Tu, S. Liu, S. Prabhakar, B. Yao. *Load shedding in stream databases: a
 //!   control-based approach.* VLDB 2006 (feedback control of the delay).
+//! * H. T. Kung, T. Blackwell, A. Chapman. *Credit-based flow control for ATM networks.*
+//!   SIGCOMM 1994.
 
 mod controller;
+mod network;
 mod policy;
 mod shedder;
 mod simulator;
 
 pub use controller::{FixedRate, Headroom, Load, MIN_KEEP_PROBABILITY, PiController, PiGains, RateController};
+pub use network::{DropPlan, Node, QueryNetwork};
 pub use policy::{DropPolicy, KeyHashDrop, PartPolicy, RandomDrop, SemanticDrop};
 pub use shedder::{Forward, HorvitzThompson, ItemsOnly, LoadShedder, ShedStats, Value, WithWeights};
-pub use simulator::{Phase, Report, Simulation, Snapshot};
+pub use simulator::{Credits, Phase, Report, Simulation, Snapshot};
