@@ -116,16 +116,16 @@ fn main() -> Result<(), Box<dyn Error>> {
     let durable = Credits { buffer: 64, delay: 0.0, source_buffer: None };
     let flows = [
         ("buffer (unbounded)", sim.run(all)),
-        ("backpressure, log source", sim.clone().with_credits(durable)?.run(all)),
+        ("backpressure: log source", sim.clone().with_credits(durable)?.run(all)),
         (
-            "backpressure, 11 ms credits",
+            "backpressure: 11 ms credits",
             sim.clone().with_credits(Credits { buffer: 8, delay: 0.011, ..durable })?.run(all),
         ),
         (
-            "backpressure, sensor of 500",
+            "backpressure: sensor of 500",
             sim.clone().with_credits(Credits { source_buffer: Some(500), ..durable })?.run(all),
         ),
-        ("shedding, H = 0.9", sim.run(Headroom::new(0.9)?)),
+        ("shedding: H = 0.9", sim.run(Headroom::new(0.9)?)),
     ];
     let at = |r: &Report, t: f64| r.series.iter().rfind(|s| s.time <= t + 1e-9).copied();
     println!("The same burst met by buffering, backpressure (credit-based flow control) and shedding:");

@@ -70,7 +70,7 @@ impl Rule {
         match self {
             Rule::Aligned => "aligned",
             Rule::FirstBarrier => "at the first barrier",
-            Rule::LastBarrierUnblocked => "at the last barrier, unblocked",
+            Rule::LastBarrierUnblocked => "at the last barrier (unblocked)",
         }
     }
 }
