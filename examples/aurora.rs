@@ -143,7 +143,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let uniform = n.net.plan_at_inputs(&[rate], CAPACITY, HEADROOM)?;
         let aurora = n.net.plan(&[rate], CAPACITY, HEADROOM)?;
         let keeps = [n.parse, n.hosts, n.ports, n.talkers].map(|node| aurora.keep(node));
-        let (u_uniform, u_aurora) = (n.net.utility_kept(&uniform), n.net.utility_kept(&aurora));
+        let (u_uniform, u_aurora) = (n.net.utility_kept(&uniform)?, n.net.utility_kept(&aurora)?);
         if step % 4 == 0 || step == 7 || step == 9 {
             println!(
                 "{rate:>6.0} {load:>6.2} │ {:>9} {:>7.1}% │ {:>6} {:>6} {:>6} {:>6} {:>7.1}%",
@@ -171,8 +171,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!();
     println!("Both plans bring the load to H·C. The one-operator plan thins every query alike. Aurora first thins");
     println!("Q3, the most work per unit of utility (0.4 ms for 1), down to the least keep fraction (1e-4): with a");
-    println!("loss linear in the fraction dropped, giving up the cheapest query whole is the optimum. Only then does");
-    println!("it drop at the input, and it spares Q1 and Q2 their own drops. Concave QoS graphs would spread it.");
+    println!("loss linear in the fraction dropped, giving up the query of least utility per second of work first is");
+    println!("the optimum. Only then does it drop at the input, and it spares Q1 and Q2 their own drops. Concave");
+    println!("QoS graphs would spread the drops.");
     println!();
 
     // Both plans run: measured work, and each query's count against the truth.

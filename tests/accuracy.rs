@@ -1457,14 +1457,36 @@ fn backpressure_moves_the_queue_upstream_and_credits_in_flight_cap_the_throughpu
     let spread = 3.0 * (lambda * burst).sqrt();
     let absorbed = (sensor.buffer + 100) as f64;
     let lost = lossy.lost as f64;
-    assert!(lost >= fluid - absorbed - spread && lost <= fluid + spread, "lost {lost}, fluid {fluid}");
+    assert!(lost >= fluid - absorbed - spread && lost <= fluid - absorbed + spread, "lost {lost}, fluid {fluid}");
 
     let (slots, delay) = (4, 0.009);
     let slow = sim.with_credits(Credits { buffer: slots, delay, source_buffer: None }).unwrap().run(all);
+    let tick = slow.series[1].time - slow.series[0].time;
     let window: Vec<_> = slow.series.iter().filter(|s| s.time > 2.0 + 1e-9 && s.time <= 10.0 + 1e-9).collect();
-    let served: f64 = window.iter().map(|s| s.served_rate * 0.01).sum();
+    let served: f64 = window.iter().map(|s| s.served_rate * tick).sum();
     let cap = slots as f64 / (cost + delay);
     assert!((served - cap * 8.0).abs() <= slots as f64, "served {served} in 8 s, cap {cap}/s");
+}
+
+/// A source with no room at all in front of one slot is a loss system: an item finding the
+/// server busy is lost, and one finding it free goes straight on. For Poisson arrivals that
+/// is Erlang's loss formula with one server, `ρ/(1 + ρ)` whatever the service law: 1/3 at
+/// `ρ = λ·c = 0.5`. Its spread: each admitted item starts a cycle (a service, then an idle
+/// wait), cycles are independent, and a cycle loses a Poisson(ρ) number of items, so the lost
+/// fraction `R = ΣL / Σ(1 + L)` over `n` cycles has variance about `(1 − R)²·ρ / ((1 + ρ)²·n)`
+/// (the delta method); the check allows 4 of those standard deviations.
+#[test]
+fn a_source_without_room_loses_what_finds_the_server_busy() {
+    let (rate, cost, seconds) = (500.0, 0.001, 20.0);
+    let sim = Simulation::new(vec![Phase { duration: seconds, rate }], cost, 11).unwrap();
+    let no_room = Credits { buffer: 1, delay: 0.0, source_buffer: Some(0) };
+    let report = sim.with_credits(no_room).unwrap().run(FixedRate::new(1.0).unwrap());
+    let rho: f64 = rate * cost;
+    let expected = rho / (1.0 + rho);
+    let lost = report.lost as f64 / report.offered as f64;
+    let sd = ((1.0 - expected).powi(2) * rho / ((1.0 + rho).powi(2) * report.kept as f64)).sqrt();
+    assert!((lost - expected).abs() <= 4.0 * sd, "lost {lost:.4}, Erlang {expected:.4} ± 4·{sd:.4}");
+    assert_eq!((report.max_upstream, report.max_queue), (0, 1));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -60,9 +60,10 @@
 //! [`QueryNetwork::plan`] deepens the drop at the lowest ratio first, recomputing the ratios
 //! after each, until the load is `H·C`: with a loss linear in the fraction dropped, that is a
 //! fractional knapsack, solved exactly by the greedy when the locations are independent (a
-//! star; the tests check it against random feasible plans). A linear loss gives up the cheapest
-//! query per second of work first, whole if need be; Aurora's QoS graphs, concave in the
-//! fraction dropped, spread the drops more.
+//! star; the tests check it against the knapsack's solution). A linear loss first gives up the
+//! query with the least utility per second of work, down to the least keep fraction
+//! ([`MIN_KEEP_PROBABILITY`]) if need be; Aurora's QoS graphs, concave in the fraction dropped,
+//! spread the drops more.
 //!
 //! The single-operator controller ([`Headroom`]) sees the network as one box of cost
 //! `Load(N(I)) / λ` per input item and drops the same fraction at every input
@@ -73,12 +74,13 @@
 //!
 //! Credit-based flow control (Flink's, after ATM networks') gives the operator's input buffer
 //! `B` slots, one credit each; a sender sends only with a credit, so under overload the items
-//! wait upstream. That bounds the operator's memory by `B`, and changes nothing else: a first
+//! wait upstream. That bounds the operator's memory by `B`. With credits that return at once
+//! and a source that can hold any backlog (a durable log), it changes nothing else: a first
 //! in, first out server that never idles finishes every item at the same time behind `B` slots
 //! as behind an unbounded buffer, so the latency still grows by `(λ − C)/C` seconds per second
 //! of a burst, and the backlog is the source's ([`Simulation::with_credits`]). Credits that
-//! take `d` seconds to return cap the throughput at `B / (c + d)`: the buffer must cover the
-//! credits in flight. A source that cannot wait loses what it cannot hold, the burst's excess,
+//! take `d` seconds to return cap the throughput at `min(1/c, B/(c + d))` items a second: the
+//! buffer must cover the credits in flight, `B ≥ d/c + 1`. A source that cannot wait loses what it cannot hold, the burst's excess,
 //! by arrival time: the answer misses that stretch of the stream, and nothing estimates it.
 //! Shedding keeps the latency bounded and the answer current and unbiased, at the error of the
 //! sample; buffering and backpressure give the exact answer, late
