@@ -217,7 +217,8 @@ fn check_decoded<S: Subject>(bytes: &[u8]) -> Result<(), TestCaseError> {
     };
     let again = s.to_bytes();
     if bytes[2] == S::VERSION {
-        prop_assert!(again == bytes, "an accepted encoding is not canonical: {:?}", s);
+        let canonical = s.encodings().iter().any(|e| e == bytes);
+        prop_assert!(canonical, "an accepted encoding is not canonical: {:?}", s);
     } else {
         // An older version is read, never written: the state re-encodes in the current one.
         prop_assert_eq!(again[2], S::VERSION);
@@ -354,7 +355,12 @@ macro_rules! decoder_suite {
 
             fn encodings() -> &'static [(String, Vec<u8>)] {
                 static ENCODINGS: std::sync::LazyLock<Vec<(String, Vec<u8>)>> = std::sync::LazyLock::new(|| {
-                    <$ty as Subject>::examples().into_iter().map(|(label, s)| (label, s.to_bytes())).collect()
+                    <$ty as Subject>::examples()
+                        .into_iter()
+                        .flat_map(|(label, s)| {
+                            s.encodings().into_iter().enumerate().map(move |(i, b)| (format!("{label} #{i}"), b))
+                        })
+                        .collect()
                 });
                 &ENCODINGS
             }
@@ -406,8 +412,8 @@ macro_rules! decoder_suite {
             fn real_encodings_decode_and_other_families_refuse_them() -> TestResult {
                 for (label, bytes) in encodings() {
                     let s = <$ty>::from_bytes(bytes)?;
-                    assert_eq!(&s.to_bytes(), bytes, "{label}");
-                    assert_eq!(s.encoded_len(), bytes.len(), "{label}");
+                    assert!(s.encodings().contains(bytes), "{label}");
+                    assert_eq!(s.encoded_len(), s.to_bytes().len(), "{label}");
                     check_decoded::<$ty>(bytes).map_err(|e| format!("{label}: {e}"))?;
                     assert_eq!(bytes[2], <$ty>::VERSION, "{label}: the version the type writes");
                     for &(family, _, decode) in DECODERS.iter().filter(|(f, _, _)| *f != <$ty>::FAMILY) {
@@ -462,7 +468,7 @@ macro_rules! decoder_suite {
                         let json = serde_json::to_string(&s)?;
                         let back: $ty = serde_json::from_str(&json)?;
                         assert_eq!(&back, &s, "{label}");
-                        assert_eq!(back.to_bytes(), bytes, "{label}");
+                        assert!(back.encodings().iter().any(|e| e == bytes), "{label}");
                         for at in [0, 2, 3, 4, bytes.len() / 2, bytes.len() - 1] {
                             let mut corrupted = bytes.to_vec();
                             corrupted[at] ^= 0x10;
@@ -2219,7 +2225,7 @@ fn history_sketches_crafted_invalid_fields_are_rejected() -> TestResult {
             "unknown flags",
             {
                 let mut b = ok(&regs);
-                b[1] = 4;
+                b[1] = 8;
                 b
             },
             "flags",
@@ -2391,4 +2397,69 @@ fn history_sketch_decoding_allocates_in_proportion_to_its_input() {
     body.extend_from_slice(&0_u64.to_le_bytes());
     let bytes = envelope(ELL, &body);
     assert_allocates_at_most_its_input::<ExaLogLog>(&bytes);
+}
+
+/// The entropy-coded UltraLogLog body (`to_compressed_bytes`): every field is checked. A coded
+/// length outside what the registers can take is refused before anything is allocated (a
+/// 30-byte body cannot claim 2^26 registers), and a stream is accepted only as the encoder
+/// writes it: its scale that of the registers' estimate, ending where the registers do, shorter
+/// than the plain registers; so each state has one coded encoding.
+#[test]
+fn coded_ultraloglog_fields_are_validated() -> TestResult {
+    let mut ull = UltraLogLog::with_seed(10, 5)?;
+    ull.observe_all(0..50_000_u64);
+    let coded = ull.to_compressed_bytes();
+    let body = common::body(&coded).to_vec();
+    // precision, flags, seed (8), martingale (8), scale (2), word count (4), words.
+    assert_eq!(
+        (body[1], body.len()),
+        (1 | 4, 1 + 1 + 8 + 8 + 2 + 4 + 4 * u32::from_le_bytes(body[20..24].try_into()?) as usize)
+    );
+    let with = |at: usize, bytes: &[u8]| {
+        let mut b = body.clone();
+        b[at..at + bytes.len()].copy_from_slice(bytes);
+        envelope(ULL, &b)
+    };
+    let words = u32::from_le_bytes(body[20..24].try_into()?);
+    let scale = u16::from_le_bytes(body[18..20].try_into()?);
+    for (what, bytes, field) in [
+        ("a scale one step off", with(18, &(scale + 1).to_le_bytes()), "coded registers"),
+        ("a scale far off", with(18, &(scale / 2).to_le_bytes()), "registers"),
+        ("no words", with(20, &0u32.to_le_bytes()), "coded length"),
+        ("more words than registers can take", with(20, &(1_u32 << 20).to_le_bytes()), "coded length"),
+    ] {
+        let r = UltraLogLog::from_bytes(&bytes);
+        assert!(is_invalid_field(&r, field) || matches!(r, Err(DecodeError::InvalidField { .. })), "{what}: {r:?}");
+    }
+    // One word fewer: the claimed length runs past the end.
+    let short = with(20, &(words + 1).to_le_bytes());
+    assert!(matches!(UltraLogLog::from_bytes(&short), Err(DecodeError::Truncated { .. })));
+    // A changed word: a different or invalid set of registers, never a panic.
+    for at in [24, 24 + 4 * (words as usize / 2), body.len() - 1] {
+        let mut b = body.clone();
+        b[at] ^= 0x5A;
+        if let Ok(other) = UltraLogLog::from_bytes(&envelope(ULL, &b)) {
+            assert_ne!(other, ull);
+        }
+    }
+    // The flag on a shape without a coded form (ExaLogLog), and with the sparse flag.
+    let mut ell = ExaLogLog::new(4)?;
+    ell.observe_all(0..1_000_u64);
+    let mut ell_body = common::body(&ell.to_bytes()).to_vec();
+    ell_body[3] |= 4;
+    assert!(is_invalid_field(&ExaLogLog::from_bytes(&envelope(ELL, &ell_body)), "flags"));
+    let mut sparse = body.clone();
+    sparse[1] = 2 | 4;
+    assert!(is_invalid_field(&UltraLogLog::from_bytes(&envelope(ULL, &sparse)), "flags"));
+    // A 30-byte body claiming 2^26 registers: refused as a field, allocating nothing large.
+    let mut huge = vec![26_u8, 4];
+    huge.extend_from_slice(&[0; 8]);
+    huge.extend_from_slice(&scale.to_le_bytes());
+    huge.extend_from_slice(&4_u32.to_le_bytes());
+    huge.extend_from_slice(&[1; 16]);
+    let bytes = envelope(ULL, &huge);
+    let (r, largest, _) = measured(|| UltraLogLog::from_bytes(&bytes));
+    assert!(is_invalid_field(&r, "coded length"), "{r:?}");
+    assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+    Ok(())
 }

@@ -268,9 +268,15 @@ cardinality_subject!(
 cardinality_subject!(
     UltraLogLog,
     |s, drop| s.reduce(s.precision().saturating_sub(drop).max(UltraLogLog::MIN_PRECISION)),
-    |c| match c.to_hyperloglog() {
-        Ok(hll) => check_state(&hll),
-        Err(_) => Ok(()),
+    |c| {
+        // The entropy-coded form: never longer than the plain one, and the same sketch back.
+        let (plain, coded) = (c.to_bytes(), c.to_compressed_bytes());
+        prop_assert!(coded.len() <= plain.len(), "coded {} > plain {}", coded.len(), plain.len());
+        prop_assert_eq!(&UltraLogLog::from_bytes(&coded).map_err(|e| TestCaseError::fail(e.to_string()))?, c);
+        match c.to_hyperloglog() {
+            Ok(hll) => check_state(&hll),
+            Err(_) => Ok(()),
+        }
     }
 );
 cardinality_subject!(

@@ -3,6 +3,7 @@
 //! validates every register and the martingale against what a stream can produce. The
 //! framing around it (magic, family, parameters, checksum) is each type's.
 
+use super::compressed::{self, Model};
 use super::estimators::check_martingale;
 use super::history::Core;
 use super::lifecycle::Lifecycle;
@@ -12,7 +13,57 @@ use super::sparse;
 use crate::codec::{Reader, Writer};
 use crate::core::DecodeError;
 
+/// Flag bits: the martingale is present; the sketch is sparse; the registers are entropy-coded.
+const MARTINGALE: u8 = 1;
+const SPARSE: u8 = 2;
+const CODED: u8 = 4;
+
+/// A sketch's registers entropy-coded ([`compressed`]): the scale code of the model and the
+/// coder's bytes.
+pub(crate) struct Coded {
+    code: u16,
+    bytes: Vec<u8>,
+}
+
 impl<R: Cell> Core<R> {
+    /// Whether this shape has an entropy-coded form: UltraLogLog's one-byte registers.
+    fn codes(shape: Shape) -> bool {
+        shape.t == 0 && shape.d == 2 && size_of::<R>() == 1
+    }
+
+    /// The registers entropy-coded, when the shape has such a form, the sketch is dense, and
+    /// the coded form is smaller than the plain one (it is not for a crafted or saturated
+    /// sketch the model fits badly). The model's scale is the registers' maximum-likelihood
+    /// estimate over `m`.
+    pub(crate) fn coded(&self) -> Option<Coded> {
+        if self.is_sparse() || !Self::codes(self.shape) {
+            return None;
+        }
+        let m = self.registers.len();
+        let code = compressed::code_of(self.ml_estimate() / m as f64);
+        let registers: Vec<u8> = self.registers.iter().map(|r| r.get() as u8).collect();
+        let bytes = compressed::encode(&registers, &Model::new(self.shape, code))?;
+        (2 + 4 + bytes.len() < m).then_some(Coded { code, bytes })
+    }
+
+    /// The bytes [`encode_coded`](Self::encode_coded) writes.
+    pub(crate) fn coded_len(&self, coded: &Coded) -> usize {
+        9 + 8 * usize::from(self.martingale.is_some()) + 2 + 4 + coded.bytes.len()
+    }
+
+    /// Writes flags (bit 2 set), seed, the martingale if present, then the model's scale code
+    /// (u16), the number of the coder's 32-bit words (u32) and the words, little-endian.
+    pub(crate) fn encode_coded(&self, w: &mut Writer, coded: &Coded) {
+        w.put_u8(u8::from(self.martingale.is_some()) | CODED);
+        w.put_u64(self.seed);
+        if let Some(x) = self.martingale {
+            w.put_f64(x);
+        }
+        w.put_bytes(&coded.code.to_le_bytes());
+        w.put_u32((coded.bytes.len() / 4) as u32);
+        w.put_bytes(&coded.bytes);
+    }
+
     /// The bytes [`encode`](Self::encode) writes.
     pub(crate) fn encoded_len(&self) -> usize {
         let body = if self.is_sparse() {
@@ -53,18 +104,27 @@ impl<R: Cell> Core<R> {
     /// the martingale.
     pub(crate) fn decode(r: &mut Reader<'_>, shape: Shape) -> Result<Self, DecodeError> {
         let flags = r.u8()?;
-        if flags & !3 != 0 {
+        if flags & !(MARTINGALE | SPARSE | CODED) != 0 {
             return Err(DecodeError::InvalidField { field: "flags", reason: "unknown flag bits" });
         }
         let seed = r.u64()?;
-        if flags & 2 != 0 {
-            if flags & 1 != 0 {
+        if flags & SPARSE != 0 {
+            if flags & MARTINGALE != 0 {
                 return Err(DecodeError::InvalidField { field: "flags", reason: "a sparse sketch has no martingale" });
+            }
+            if flags & CODED != 0 {
+                return Err(DecodeError::InvalidField {
+                    field: "flags",
+                    reason: "a sparse sketch is not entropy-coded",
+                });
             }
             // Entries no more than the sparse mode holds, ascending, each one an entry.
             return Self::new(shape, seed).decode_entries(r);
         }
-        let martingale = if flags & 1 != 0 {
+        if flags & CODED != 0 && !Self::codes(shape) {
+            return Err(DecodeError::InvalidField { field: "flags", reason: "this shape has no entropy-coded form" });
+        }
+        let martingale = if flags & MARTINGALE != 0 {
             let x = r.f64()?;
             if !(x.is_finite() && x.is_sign_positive()) {
                 return Err(DecodeError::InvalidField { field: "martingale", reason: "not a finite count" });
@@ -74,7 +134,29 @@ impl<R: Cell> Core<R> {
             None
         };
         let bits = shape.bits();
-        let packed = r.take(packed_len(shape.registers(), bits))?;
+        let decoded: Vec<u8>;
+        let mut coded_as = None;
+        let packed = if flags & CODED != 0 {
+            // The scale, then a coded length within what the registers can take (checked
+            // before anything is allocated), then the words.
+            let code = u16::from_le_bytes(r.array::<2>()?);
+            let len = 4 * r.u32()? as usize;
+            let (fewest, most) = compressed::coded_len_bounds(shape.registers());
+            if !(fewest..=most).contains(&len) {
+                return Err(DecodeError::InvalidField {
+                    field: "coded length",
+                    reason: "not what the registers can take",
+                });
+            }
+            let bytes = r.take(len)?;
+            let mut registers = vec![0u8; shape.registers()];
+            compressed::decode(bytes, &Model::new(shape, code), &mut registers)?;
+            coded_as = Some((code, len));
+            decoded = registers;
+            &decoded[..]
+        } else {
+            r.take(packed_len(shape.registers(), bits))?
+        };
         let mut core = Self::new_dense(shape, seed);
         let invalid = DecodeError::InvalidField { field: "registers", reason: "not a register this shape makes" };
         let histogram = if bits == 8 && size_of::<R>() == 1 {
@@ -104,6 +186,17 @@ impl<R: Cell> Core<R> {
             None
         };
         core.recount_from(histogram.as_ref());
+        // A coded sketch is read only as the encoder writes it: the scale of its estimate,
+        // and shorter than the plain registers. So each state has one coded encoding.
+        if let Some((code, len)) = coded_as {
+            let m = core.registers.len();
+            if code != compressed::code_of(core.ml_estimate() / m as f64) || 2 + 4 + len >= m {
+                return Err(DecodeError::InvalidField {
+                    field: "coded registers",
+                    reason: "not as the encoder writes them",
+                });
+            }
+        }
         // A shape with a sparse mode turns dense in a stream past `limit` distinct entries,
         // and its martingale starts at that count: such a sketch has enough registers set to
         // hold them. So does any dense sketch of t = 0, whatever merges and reductions made it;

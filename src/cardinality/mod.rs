@@ -310,6 +310,7 @@
 //! * D. Ting. *Streamed approximate counting of distinct elements.* KDD 2014; E. Cohen.
 //!   *All-distances sketches, revisited: HIP estimators for massive graphs analysis.* 2015.
 
+mod compressed;
 pub(crate) mod estimators;
 mod exaloglog;
 mod flajolet_martin;

@@ -102,6 +102,13 @@ pub trait Subject: Answers + Codec + Mergeable + Clone + PartialEq + Debug {
     /// not panic; the answers are checked by the caller.
     fn exercise(&self) {}
 
+    /// Every encoding the type writes of this state: [`to_bytes`](Codec::to_bytes)'s, and
+    /// UltraLogLog's entropy-coded one where it differs. The decoder must take each back to
+    /// this state, and accept no other encoding of it.
+    fn encodings(&self) -> Vec<Vec<u8>> {
+        vec![self.to_bytes()]
+    }
+
     /// The same state without what only its history gives (the martingale of a sketch that
     /// saw one stream): what a merge of two of its non-empty parts holds.
     fn without_history(&self) -> Self {
@@ -184,7 +191,15 @@ fn sketch_examples<S: Mergeable + Clone, P: Debug + Copy>(
 /// `$examples` are its examples.
 macro_rules! distinct_count_subject {
     ($ty:ty, |$s:ident| $extra:expr, $examples:expr, $fixtures:expr) => {
+        distinct_count_subject!($ty, |$s| $extra, $examples, $fixtures, |e| vec![e.to_bytes()]);
+    };
+    ($ty:ty, |$s:ident| $extra:expr, $examples:expr, $fixtures:expr, |$e:ident| $encodings:expr) => {
         impl Subject for $ty {
+            fn encodings(&self) -> Vec<Vec<u8>> {
+                let $e = self;
+                $encodings
+            }
+
             fn without_history(&self) -> Self {
                 // A self-merge ends a martingale and changes no register.
                 let mut out = self.clone();
@@ -290,6 +305,11 @@ distinct_count_subject!(
             ("ull_p12_empty.bin", UltraLogLog::new(12).expect("a precision")),
             ("ull_p12_sparse_strings.bin", sparse),
         ]
+    },
+    // The plain encoding, and the entropy-coded one of a dense sketch it shrinks.
+    |e| {
+        let (plain, coded) = (e.to_bytes(), e.to_compressed_bytes());
+        if coded == plain { vec![plain] } else { vec![plain, coded] }
     }
 );
 distinct_count_subject!(

@@ -1,0 +1,296 @@
+//! Entropy-coded registers: the compressed encoding of UltraLogLog's dense registers.
+//!
+//! Given the number of distinct items `n`, each of the `m` registers sees a Poisson number of
+//! them, `λ = n/m` on average, and an update value `k` with probability `P(k) = 2^-k` (the last
+//! value, `L + 1 = 65 − p`, takes the geometric tail `2^-L`). So value `k` occurs in a register
+//! with probability `q_k = 1 − e^(−λ·P(k))`, independently of the other values, and a register
+//! `4u + h` (maximum `u`, and whether `u − 1` and `u − 2` occurred) has the probability
+//!
+//! ```text
+//!   P(0)      = e^(−λ)
+//!   P(4u + h) = q_u · e^(−λ·2^-u) · Π over the history bits b of (b set ? q_v : 1 − q_v)
+//! ```
+//!
+//! (`e^(−λ·2^-u)` is the chance that no value above `u` occurred; `v = u − 1, u − 2`, when at
+//! least 1). The encoder writes `λ` quantized to 1/256 of an octave (from the registers'
+//! maximum-likelihood estimate), and codes the registers against that distribution with an
+//! asymmetric-numeral-systems coder ([`constriction`]), at about the registers' entropy: 4 bits
+//! a register where `n ≫ m` instead of 8.
+//!
+//! The decoder computes the same distribution from the same code, so both sides must compute it
+//! to the bit on every platform: the weights come from [`exp`], built from the correctly rounded
+//! IEEE operations only (the standard library's `exp` may differ between platforms by an ulp),
+//! and are integers from there on.
+
+use constriction::stream::Decode;
+use constriction::stream::model::{ContiguousCategoricalEntropyModel, ContiguousLookupDecoderModel};
+use constriction::stream::stack::DefaultAnsCoder;
+
+use super::registers::Shape;
+use crate::core::DecodeError;
+
+/// Bits of the coder's probabilities: the weights sum to `2^16`.
+const PRECISION: usize = 16;
+const TOTAL: u32 = 1 << PRECISION;
+/// The most weight one register value gets, 7/8 of the total: every register then costs at
+/// least `log2(8/7)` = 0.19 bits, which bounds what a short stream can claim to hold (a dense
+/// sketch's commonest register, the empty one just after it turns dense, has about 0.83).
+const MAX_WEIGHT: u32 = TOTAL / 8 * 7;
+/// The least bits a register costs: `−log2(MAX_WEIGHT / TOTAL)`, rounded down.
+const MIN_BITS_PER_REGISTER: f64 = 0.19;
+/// Steps of the scale code per octave of `λ`, and the code of `λ = 1`.
+const STEPS_PER_OCTAVE: f64 = 256.0;
+const CODE_OF_ONE: f64 = 64.0 * STEPS_PER_OCTAVE;
+
+/// `e^x`, from IEEE-754's correctly rounded operations only, so every platform computes the
+/// same bits: `x = k·ln 2 + r` with `|r| ≤ ln 2 / 2` (ln 2 split in two, Cody and Waite),
+/// `e^r` by its Taylor polynomial of
+/// degree 14 (error below 10^-17), scaled by `2^k` exactly. Saturates: 0 below −745, `f64::MAX`
+/// above 709.
+pub(crate) fn exp(x: f64) -> f64 {
+    const LN_2: f64 = std::f64::consts::LN_2;
+    if x.is_nan() {
+        return f64::NAN;
+    }
+    if x < -745.0 {
+        return 0.0;
+    }
+    if x > 709.0 {
+        return f64::MAX;
+    }
+    // Cody and Waite's split of ln 2: the high part has zeros in its low 32 bits, so `k·hi`
+    // is exact for every |k| ≤ 1075, and `r` is as accurate as `lo` is.
+    const LN_2_HI: f64 = f64::from_bits(0x3FE6_2E42_FEE0_0000);
+    const LN_2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
+    let k = (x / LN_2).round();
+    let r = (x - k * LN_2_HI) - k * LN_2_LO;
+    // Horner's scheme, highest coefficient first: 1/14!, ..., 1/1!, 1.
+    let poly = INVERSE_FACTORIALS.iter().rev().fold(0.0, |acc, &c| acc * r + c);
+    scale_by_power_of_two(poly, k as i32)
+}
+
+/// `1/i!` for `i` in `0..15`, each one correctly rounded division by the exact factorial.
+const INVERSE_FACTORIALS: [f64; 15] = {
+    let mut out = [1.0; 15];
+    let mut factorial = 1.0;
+    let mut i = 1;
+    while i < 15 {
+        factorial *= i as f64;
+        out[i] = 1.0 / factorial;
+        i += 1;
+    }
+    out
+};
+
+/// `x · 2^k`, exactly where the result is normal (a multiplication by an exact power of two),
+/// in two steps where it is not.
+fn scale_by_power_of_two(x: f64, k: i32) -> f64 {
+    let power = |e: i32| f64::from_bits(((e + 1023) as u64) << 52);
+    if k > 1023 {
+        x * power(1023) * power(k - 1023)
+    } else if k < -1022 {
+        x * power(-1022) * power((k + 1022).max(-1022))
+    } else {
+        x * power(k)
+    }
+}
+
+/// The scale code of `λ`: `round(256·log2 λ) + 256·64`, clamped to `u16`. Any deterministic
+/// choice works (the code is written down); this one is the nearest step.
+pub(crate) fn code_of(lambda: f64) -> u16 {
+    if lambda.is_nan() || lambda <= 0.0 {
+        return 0;
+    }
+    let code = (lambda.log2() * STEPS_PER_OCTAVE + CODE_OF_ONE).round();
+    code.clamp(0.0, f64::from(u16::MAX)) as u16
+}
+
+/// The `λ` of a scale code: `2^((code − 256·64)/256)`, from [`exp`].
+fn lambda_of(code: u16) -> f64 {
+    let octaves = (f64::from(code) - CODE_OF_ONE) / STEPS_PER_OCTAVE;
+    let whole = octaves.floor();
+    scale_by_power_of_two(exp((octaves - whole) * std::f64::consts::LN_2), whole as i32)
+}
+
+/// The coding model of one shape at one scale: the register values the shape can hold, in
+/// ascending order (the symbols), their integer weights (at least 1, at most [`MAX_WEIGHT`],
+/// summing to `2^16`), and the symbol of each register byte.
+pub(crate) struct Model {
+    values: Vec<u8>,
+    weights: Vec<u16>,
+    symbol_of: [u16; 256],
+}
+
+/// No symbol: a byte the shape never holds.
+const NONE: u16 = u16::MAX;
+
+impl Model {
+    /// The model of UltraLogLog registers (`shape.t == 0`, `shape.d == 2`) at scale `code`.
+    pub(crate) fn new(shape: Shape, code: u16) -> Self {
+        debug_assert!(shape.t == 0 && shape.d == 2);
+        let lambda = lambda_of(code);
+        let top = shape.max_value(); // L + 1
+        let geometric = top - 1; // L
+        // e^(−λ·P(k)) for each value k, and e^(−λ·2^-u) (nothing above u) for each u.
+        let none_of = |k: u32| exp(-lambda * scale_by_power_of_two(1.0, -(k.min(geometric) as i32)));
+        let nothing_above =
+            |u: u32| if u >= top { 1.0 } else { exp(-lambda * scale_by_power_of_two(1.0, -(u as i32))) };
+        let mut values = Vec::new();
+        let mut probabilities = Vec::new();
+        for r in 0..=255u64 {
+            if !shape.is_valid(r) {
+                continue;
+            }
+            let (u, h) = ((r >> 2) as u32, r & 3);
+            let p = if u == 0 {
+                exp(-lambda)
+            } else {
+                let mut p = (1.0 - none_of(u)) * nothing_above(u);
+                for (bit, v) in [(2, u.wrapping_sub(1)), (1, u.wrapping_sub(2))] {
+                    if (1..u).contains(&v) {
+                        p *= if h & bit != 0 { 1.0 - none_of(v) } else { none_of(v) };
+                    }
+                }
+                p
+            };
+            values.push(r as u8);
+            probabilities.push(p);
+        }
+        let weights = quantize(&probabilities);
+        let mut symbol_of = [NONE; 256];
+        for (s, &v) in values.iter().enumerate() {
+            symbol_of[usize::from(v)] = s as u16;
+        }
+        Self { values, weights, symbol_of }
+    }
+}
+
+/// Integer weights for `probabilities` (each at least 0, summing to about 1): each at least 1
+/// and at most [`MAX_WEIGHT`], summing to `2^16` exactly, in integers after one rounding each.
+fn quantize(probabilities: &[f64]) -> Vec<u16> {
+    let n = probabilities.len() as u32;
+    let free = f64::from(TOTAL - n);
+    let mut weights: Vec<u32> = probabilities.iter().map(|&p| 1 + (p.clamp(0.0, 1.0) * free) as u32).collect();
+    // Cap, then give the rest (or take the excess) from the heaviest weights below the cap, in
+    // order of weight and then of value: integers only, the same everywhere.
+    weights.iter_mut().for_each(|w| *w = (*w).min(MAX_WEIGHT));
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|&a, &b| weights[b].cmp(&weights[a]).then(a.cmp(&b)));
+    let mut sum: u32 = weights.iter().sum();
+    for &i in order.iter().cycle().take(64 * order.len()) {
+        if sum == TOTAL {
+            break;
+        }
+        if sum < TOTAL {
+            let add = (TOTAL - sum).min(MAX_WEIGHT - weights[i]);
+            weights[i] += add;
+            sum += add;
+        } else {
+            let take = (sum - TOTAL).min(weights[i] - 1);
+            weights[i] -= take;
+            sum -= take;
+        }
+    }
+    debug_assert_eq!(sum, TOTAL);
+    weights.into_iter().map(|w| w as u16).collect()
+}
+
+/// The registers (one byte each) coded against `model`: the coder's words, little-endian, or
+/// `None` when a register is not one the shape holds.
+pub(crate) fn encode(registers: &[u8], model: &Model) -> Option<Vec<u8>> {
+    let coding = ContiguousCategoricalEntropyModel::<u16, Vec<u16>, PRECISION>::from_nonzero_fixed_point_probabilities(
+        &model.weights,
+        false,
+    )
+    .ok()?;
+    let mut symbols = Vec::with_capacity(registers.len());
+    for &r in registers {
+        let s = model.symbol_of[usize::from(r)];
+        if s == NONE {
+            return None;
+        }
+        symbols.push(usize::from(s));
+    }
+    let mut coder = DefaultAnsCoder::new();
+    coder.encode_iid_symbols_reverse(&symbols, &coding).ok()?;
+    let words = coder.into_compressed().ok()?;
+    Some(words.iter().flat_map(|w| w.to_le_bytes()).collect())
+}
+
+/// The fewest and the most coded bytes `m` registers can take: every register costs between
+/// [`MIN_BITS_PER_REGISTER`] and 16 bits, and the coder's state adds up to two words.
+pub(crate) fn coded_len_bounds(m: usize) -> (usize, usize) {
+    let fewest = ((m as f64 * MIN_BITS_PER_REGISTER / 8.0) as usize).saturating_sub(8);
+    (fewest, 4 * (m / 2 + 2))
+}
+
+/// Decodes `out.len()` registers coded against `model` from `bytes` (whole words), refusing a
+/// stream that does not end exactly where the registers do.
+pub(crate) fn decode(bytes: &[u8], model: &Model, out: &mut [u8]) -> Result<(), DecodeError> {
+    let invalid = |reason| DecodeError::InvalidField { field: "registers", reason };
+    if !bytes.len().is_multiple_of(4) {
+        return Err(invalid("a coded stream of whole words"));
+    }
+    let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let lookup =
+        ContiguousLookupDecoderModel::<u16, Vec<u16>, Box<[u16]>, PRECISION>::from_nonzero_fixed_point_probabilities(
+            &model.weights,
+            false,
+        )
+        .map_err(|()| invalid("no coding model at this scale"))?;
+    let mut coder =
+        DefaultAnsCoder::from_compressed_slice(&words).map_err(|_| invalid("a coded stream ending in a zero word"))?;
+    for slot in out.iter_mut() {
+        let s = coder.decode_symbol(&lookup).map_err(|_| invalid("not a coded stream"))?;
+        *slot = *model.values.get(s).ok_or(invalid("not a coded stream"))?;
+    }
+    if !coder.is_empty() {
+        return Err(invalid("a coded stream longer than its registers"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Our exponential against the standard library's, to a few ulps, over its whole range.
+    #[test]
+    fn exp_is_accurate_everywhere() {
+        let mut x = -745.0;
+        while x < 709.0 {
+            let (ours, std) = (exp(x), x.exp());
+            // Positive floats order as their bits: the distance in ulps, subnormals included.
+            let ulps = ours.to_bits().abs_diff(std.to_bits());
+            assert!(ulps <= 4, "{x}: {ours} against {std}, {ulps} ulps apart");
+            x += 0.37;
+        }
+        assert_eq!((exp(-1000.0), exp(1000.0), exp(0.0)), (0.0, f64::MAX, 1.0));
+    }
+
+    /// Pinned bits: a change to the exponential or the scale changes every compressed sketch.
+    #[test]
+    fn exp_and_scale_are_pinned() {
+        assert_eq!(exp(-1.0).to_bits(), 0x3FD7_8B56_362C_EF38);
+        assert_eq!(exp(-0.001).to_bits(), 0x3FEF_F7CF_E56F_1A9E);
+        assert_eq!(lambda_of(code_of(1.0)), 1.0);
+        assert_eq!(lambda_of(code_of(1024.0)), 1024.0);
+        assert_eq!(code_of(0.0), 0);
+    }
+
+    /// Every model's weights are whole: at least 1, at most the cap, summing to 2^16, for every
+    /// precision and scale.
+    #[test]
+    fn every_model_is_a_valid_coding_model() {
+        for p in 3..=26u8 {
+            let shape = Shape { p, t: 0, d: 2 };
+            for code in (0..=u16::MAX).step_by(97).chain([u16::MAX]) {
+                let model = Model::new(shape, code);
+                let sum: u32 = model.weights.iter().map(|&w| u32::from(w)).sum();
+                assert_eq!(sum, TOTAL, "p {p}, code {code}");
+                assert!(model.weights.iter().all(|&w| w >= 1 && u32::from(w) <= MAX_WEIGHT));
+                assert_eq!(model.values.len(), (0..256).filter(|&r| shape.is_valid(r)).count());
+            }
+        }
+    }
+}
