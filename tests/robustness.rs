@@ -2401,7 +2401,7 @@ fn history_sketch_decoding_allocates_in_proportion_to_its_input() {
 
 /// The entropy-coded UltraLogLog body (`to_compressed_bytes`): every field is checked. A coded
 /// length outside what the registers can take is refused before anything is allocated (a
-/// 30-byte body cannot claim 2^26 registers), and a stream is accepted only as the encoder
+/// 24-byte body cannot claim 2^26 registers), and a stream is accepted only as the encoder
 /// writes it: its scale that of the registers' estimate, ending where the registers do, shorter
 /// than the plain registers; so each state has one coded encoding.
 #[test]
@@ -2410,32 +2410,62 @@ fn coded_ultraloglog_fields_are_validated() -> TestResult {
     ull.observe_all(0..50_000_u64);
     let coded = ull.to_compressed_bytes();
     let body = common::body(&coded).to_vec();
-    // precision, flags, seed (8), martingale (8), scale (2), word count (4), words.
-    assert_eq!(
-        (body[1], body.len()),
-        (1 | 4, 1 + 1 + 8 + 8 + 2 + 4 + 4 * u32::from_le_bytes(body[20..24].try_into()?) as usize)
-    );
-    let with = |at: usize, bytes: &[u8]| {
+    // precision, flags, seed (8), martingale (8), scale (2), four word counts (varints), words.
+    assert_eq!(body[1], 1 | 4);
+    let scale = u16::from_le_bytes(body[18..20].try_into()?);
+    let (mut at, mut counts) = (20, Vec::new());
+    for _ in 0..4 {
+        let (mut v, mut shift) = (0_u64, 0);
+        loop {
+            let b = body[at];
+            at += 1;
+            v |= u64::from(b & 0x7F) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        counts.push(v);
+    }
+    let words: u64 = counts.iter().sum();
+    assert_eq!(body.len(), at + 4 * words as usize);
+    let with = |offset: usize, bytes: &[u8]| {
         let mut b = body.clone();
-        b[at..at + bytes.len()].copy_from_slice(bytes);
+        b[offset..offset + bytes.len()].copy_from_slice(bytes);
         envelope(ULL, &b)
     };
-    let words = u32::from_le_bytes(body[20..24].try_into()?);
-    let scale = u16::from_le_bytes(body[18..20].try_into()?);
-    for (what, bytes, field) in [
-        ("a scale one step off", with(18, &(scale + 1).to_le_bytes()), "coded registers"),
-        ("a scale far off", with(18, &(scale / 2).to_le_bytes()), "registers"),
-        ("no words", with(20, &0u32.to_le_bytes()), "coded length"),
-        ("more words than registers can take", with(20, &(1_u32 << 20).to_le_bytes()), "coded length"),
+    for (what, bytes) in [
+        ("a scale one step off", with(18, &(scale + 1).to_le_bytes())),
+        ("a scale far off", with(18, &(scale / 2).to_le_bytes())),
+        ("a first coder of no words", with(20, &[0])),
     ] {
         let r = UltraLogLog::from_bytes(&bytes);
-        assert!(is_invalid_field(&r, field) || matches!(r, Err(DecodeError::InvalidField { .. })), "{what}: {r:?}");
+        assert!(matches!(r, Err(DecodeError::InvalidField { .. })), "{what}: {r:?}");
     }
-    // One word fewer: the claimed length runs past the end.
-    let short = with(20, &(words + 1).to_le_bytes());
+    // Counts claiming more words than the registers can take: refused before they are read.
+    let mut huge_counts = body[..20].to_vec();
+    for _ in 0..4 {
+        huge_counts.extend_from_slice(&[0xFF, 0xFF, 0x03]); // 65 535 words each
+    }
+    assert!(is_invalid_field(&UltraLogLog::from_bytes(&envelope(ULL, &huge_counts)), "coded length"));
+    // The words cut short: the claimed length runs past the end.
+    let short = envelope(ULL, &body[..body.len() - 4]);
     assert!(matches!(UltraLogLog::from_bytes(&short), Err(DecodeError::Truncated { .. })));
+    // The default seed: left out (flag bit 3), and refused written out or on a plain sketch.
+    let mut default = UltraLogLog::new(10)?;
+    default.observe_all(0..50_000_u64);
+    let default_body = common::body(&default.to_compressed_bytes()).to_vec();
+    assert_eq!(default_body[1], 1 | 4 | 8);
+    let mut written_out = default_body[..2].to_vec();
+    written_out[1] = 1 | 4;
+    written_out.extend_from_slice(&DEFAULT_SEED.to_le_bytes());
+    written_out.extend_from_slice(&default_body[2..]);
+    assert!(is_invalid_field(&UltraLogLog::from_bytes(&envelope(ULL, &written_out)), "seed"));
+    let mut plain = common::body(&default.to_bytes()).to_vec();
+    plain[1] |= 8;
+    assert!(is_invalid_field(&UltraLogLog::from_bytes(&envelope(ULL, &plain)), "flags"));
     // A changed word: a different or invalid set of registers, never a panic.
-    for at in [24, 24 + 4 * (words as usize / 2), body.len() - 1] {
+    for at in [at, at + 4 * (words as usize / 2), body.len() - 1] {
         let mut b = body.clone();
         b[at] ^= 0x5A;
         if let Ok(other) = UltraLogLog::from_bytes(&envelope(ULL, &b)) {
@@ -2451,11 +2481,10 @@ fn coded_ultraloglog_fields_are_validated() -> TestResult {
     let mut sparse = body.clone();
     sparse[1] = 2 | 4;
     assert!(is_invalid_field(&UltraLogLog::from_bytes(&envelope(ULL, &sparse)), "flags"));
-    // A 30-byte body claiming 2^26 registers: refused as a field, allocating nothing large.
-    let mut huge = vec![26_u8, 4];
-    huge.extend_from_slice(&[0; 8]);
+    // A 24-byte body claiming 2^26 registers: refused as a field, allocating nothing large.
+    let mut huge = vec![26_u8, 4 | 8];
     huge.extend_from_slice(&scale.to_le_bytes());
-    huge.extend_from_slice(&4_u32.to_le_bytes());
+    huge.extend_from_slice(&[1, 1, 1, 1]);
     huge.extend_from_slice(&[1; 16]);
     let bytes = envelope(ULL, &huge);
     let (r, largest, _) = measured(|| UltraLogLog::from_bytes(&bytes));

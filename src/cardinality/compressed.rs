@@ -22,9 +22,9 @@
 //! IEEE operations only (the standard library's `exp` may differ between platforms by an ulp),
 //! and are integers from there on.
 
-use constriction::stream::Decode;
 use constriction::stream::model::{ContiguousCategoricalEntropyModel, ContiguousLookupDecoderModel};
 use constriction::stream::stack::DefaultAnsCoder;
+use constriction::stream::{Decode, Encode};
 
 use super::registers::Shape;
 use crate::core::DecodeError;
@@ -129,12 +129,16 @@ impl Model {
     pub(crate) fn new(shape: Shape, code: u16) -> Self {
         debug_assert!(shape.t == 0 && shape.d == 2);
         let lambda = lambda_of(code);
-        let top = shape.max_value(); // L + 1
+        let top = shape.max_value(); // L + 1, at most 62
         let geometric = top - 1; // L
-        // e^(−λ·P(k)) for each value k, and e^(−λ·2^-u) (nothing above u) for each u.
-        let none_of = |k: u32| exp(-lambda * scale_by_power_of_two(1.0, -(k.min(geometric) as i32)));
-        let nothing_above =
-            |u: u32| if u >= top { 1.0 } else { exp(-lambda * scale_by_power_of_two(1.0, -(u as i32))) };
+        // e^(−λ·2^-j) for j in 0..=L: value k's absence is none[min(k, L)], and nothing above
+        // u (u < L + 1) is none[u].
+        let mut none = [0.0; 64];
+        for (j, slot) in none.iter_mut().enumerate().take(geometric as usize + 1) {
+            *slot = exp(-lambda * scale_by_power_of_two(1.0, -(j as i32)));
+        }
+        let none_of = |k: u32| none[k.min(geometric) as usize];
+        let nothing_above = |u: u32| if u >= top { 1.0 } else { none[u as usize] };
         let mut values = Vec::new();
         let mut probabilities = Vec::new();
         for r in 0..=255u64 {
@@ -143,7 +147,7 @@ impl Model {
             }
             let (u, h) = ((r >> 2) as u32, r & 3);
             let p = if u == 0 {
-                exp(-lambda)
+                none[0]
             } else {
                 let mut p = (1.0 - none_of(u)) * nothing_above(u);
                 for (bit, v) in [(2, u.wrapping_sub(1)), (1, u.wrapping_sub(2))] {
@@ -171,16 +175,19 @@ fn quantize(probabilities: &[f64]) -> Vec<u16> {
     let n = probabilities.len() as u32;
     let free = f64::from(TOTAL - n);
     let mut weights: Vec<u32> = probabilities.iter().map(|&p| 1 + (p.clamp(0.0, 1.0) * free) as u32).collect();
-    // Cap, then give the rest (or take the excess) from the heaviest weights below the cap, in
-    // order of weight and then of value: integers only, the same everywhere.
+    // Cap, then give the rest (or take the excess) to (from) the heaviest weights, in order of
+    // weight and then of value: integers only, the same everywhere. Nearly always the
+    // heaviest takes it all; each later pass visits the next heaviest.
     weights.iter_mut().for_each(|w| *w = (*w).min(MAX_WEIGHT));
-    let mut order: Vec<usize> = (0..weights.len()).collect();
-    order.sort_by(|&a, &b| weights[b].cmp(&weights[a]).then(a.cmp(&b)));
     let mut sum: u32 = weights.iter().sum();
-    for &i in order.iter().cycle().take(64 * order.len()) {
-        if sum == TOTAL {
+    let mut visited = vec![false; weights.len()];
+    while sum != TOTAL {
+        let Some(i) =
+            (0..weights.len()).filter(|&i| !visited[i]).max_by(|&a, &b| weights[a].cmp(&weights[b]).then(b.cmp(&a)))
+        else {
             break;
-        }
+        };
+        visited[i] = true;
         if sum < TOTAL {
             let add = (TOTAL - sum).min(MAX_WEIGHT - weights[i]);
             weights[i] += add;
@@ -195,56 +202,67 @@ fn quantize(probabilities: &[f64]) -> Vec<u16> {
     weights.into_iter().map(|w| w as u16).collect()
 }
 
-/// The registers (one byte each) coded against `model`: the coder's words, little-endian, or
-/// `None` when a register is not one the shape holds.
-pub(crate) fn encode(registers: &[u8], model: &Model) -> Option<Vec<u8>> {
+/// Independent coders, register `i` going to coder `i mod STREAMS`: their per-symbol work (a
+/// division to encode, a table lookup to decode) has no dependence between coders, so the
+/// processor overlaps them; one coder waits on each symbol's result before the next.
+pub(crate) const STREAMS: usize = 4;
+
+/// The registers (one byte each, a multiple of [`STREAMS`] of them) coded against `model`:
+/// each coder's 32-bit words, or `None` when a register is not one the shape holds.
+pub(crate) fn encode(registers: &[u8], model: &Model) -> Option<[Vec<u32>; STREAMS]> {
     let coding = ContiguousCategoricalEntropyModel::<u16, Vec<u16>, PRECISION>::from_nonzero_fixed_point_probabilities(
         &model.weights,
         false,
     )
     .ok()?;
-    let mut symbols = Vec::with_capacity(registers.len());
-    for &r in registers {
-        let s = model.symbol_of[usize::from(r)];
-        if s == NONE {
-            return None;
+    let mut coders: [DefaultAnsCoder; STREAMS] = std::array::from_fn(|_| DefaultAnsCoder::new());
+    // A stack: the last register first, so that decoding runs forward.
+    for chunk in registers.chunks_exact(STREAMS).rev() {
+        for (coder, &r) in coders.iter_mut().zip(chunk) {
+            let s = model.symbol_of[usize::from(r)];
+            if s == NONE {
+                return None;
+            }
+            coder.encode_symbol(usize::from(s), &coding).ok()?;
         }
-        symbols.push(usize::from(s));
     }
-    let mut coder = DefaultAnsCoder::new();
-    coder.encode_iid_symbols_reverse(&symbols, &coding).ok()?;
-    let words = coder.into_compressed().ok()?;
-    Some(words.iter().flat_map(|w| w.to_le_bytes()).collect())
+    let mut out: [Vec<u32>; STREAMS] = Default::default();
+    for (slot, coder) in out.iter_mut().zip(coders) {
+        *slot = coder.into_compressed().ok()?;
+    }
+    Some(out)
 }
 
 /// The fewest and the most coded bytes `m` registers can take: every register costs between
-/// [`MIN_BITS_PER_REGISTER`] and 16 bits, and the coder's state adds up to two words.
+/// [`MIN_BITS_PER_REGISTER`] and 16 bits, and each coder's state adds up to two words.
 pub(crate) fn coded_len_bounds(m: usize) -> (usize, usize) {
-    let fewest = ((m as f64 * MIN_BITS_PER_REGISTER / 8.0) as usize).saturating_sub(8);
-    (fewest, 4 * (m / 2 + 2))
+    let fewest = ((m as f64 * MIN_BITS_PER_REGISTER / 8.0) as usize).saturating_sub(8 * STREAMS);
+    (fewest, 4 * (m / 2 + 2 * STREAMS))
 }
 
-/// Decodes `out.len()` registers coded against `model` from `bytes` (whole words), refusing a
-/// stream that does not end exactly where the registers do.
-pub(crate) fn decode(bytes: &[u8], model: &Model, out: &mut [u8]) -> Result<(), DecodeError> {
+/// Decodes `out.len()` registers (a multiple of [`STREAMS`]) coded against `model` from the
+/// coders' `words`, refusing streams that do not end exactly where the registers do.
+pub(crate) fn decode(words: [&[u32]; STREAMS], model: &Model, out: &mut [u8]) -> Result<(), DecodeError> {
     let invalid = |reason| DecodeError::InvalidField { field: "registers", reason };
-    if !bytes.len().is_multiple_of(4) {
-        return Err(invalid("a coded stream of whole words"));
-    }
-    let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
     let lookup =
         ContiguousLookupDecoderModel::<u16, Vec<u16>, Box<[u16]>, PRECISION>::from_nonzero_fixed_point_probabilities(
             &model.weights,
             false,
         )
         .map_err(|()| invalid("no coding model at this scale"))?;
-    let mut coder =
-        DefaultAnsCoder::from_compressed_slice(&words).map_err(|_| invalid("a coded stream ending in a zero word"))?;
-    for slot in out.iter_mut() {
-        let s = coder.decode_symbol(&lookup).map_err(|_| invalid("not a coded stream"))?;
-        *slot = *model.values.get(s).ok_or(invalid("not a coded stream"))?;
+    let mut coders = Vec::with_capacity(STREAMS);
+    for w in words {
+        coders.push(
+            DefaultAnsCoder::from_compressed_slice(w).map_err(|_| invalid("a coded stream ending in a zero word"))?,
+        );
     }
-    if !coder.is_empty() {
+    for chunk in out.chunks_exact_mut(STREAMS) {
+        for (coder, slot) in coders.iter_mut().zip(chunk) {
+            let s = coder.decode_symbol(&lookup).map_err(|_| invalid("not a coded stream"))?;
+            *slot = *model.values.get(s).ok_or(invalid("not a coded stream"))?;
+        }
+    }
+    if !coders.iter().all(|c| c.is_empty()) {
         return Err(invalid("a coded stream longer than its registers"));
     }
     Ok(())

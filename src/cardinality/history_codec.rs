@@ -10,19 +10,29 @@ use super::lifecycle::Lifecycle;
 use super::registers::Cell;
 use super::registers::Shape;
 use super::sparse;
-use crate::codec::{Reader, Writer};
+use crate::codec::{Reader, Writer, varint_len};
 use crate::core::DecodeError;
 
-/// Flag bits: the martingale is present; the sketch is sparse; the registers are entropy-coded.
+/// Flag bits: the martingale is present; the sketch is sparse; the registers are entropy-coded;
+/// (coded only) the seed is the default one and left out.
 const MARTINGALE: u8 = 1;
 const SPARSE: u8 = 2;
 const CODED: u8 = 4;
+const DEFAULT_SEED: u8 = 8;
 
-/// A sketch's registers entropy-coded ([`compressed`]): the scale code of the model and the
-/// coder's bytes.
+/// A sketch's registers entropy-coded ([`compressed`]): the scale code of the model and each
+/// coder's words.
 pub(crate) struct Coded {
     code: u16,
-    bytes: Vec<u8>,
+    streams: [Vec<u32>; compressed::STREAMS],
+}
+
+impl Coded {
+    /// The bytes after the flags, seed and martingale: the scale code, each coder's length in
+    /// words (varints), then the words.
+    fn len(&self) -> usize {
+        2 + self.streams.iter().map(|s| varint_len(s.len() as u64) + 4 * s.len()).sum::<usize>()
+    }
 }
 
 impl<R: Cell> Core<R> {
@@ -42,26 +52,37 @@ impl<R: Cell> Core<R> {
         let m = self.registers.len();
         let code = compressed::code_of(self.ml_estimate() / m as f64);
         let registers: Vec<u8> = self.registers.iter().map(|r| r.get() as u8).collect();
-        let bytes = compressed::encode(&registers, &Model::new(self.shape, code))?;
-        (2 + 4 + bytes.len() < m).then_some(Coded { code, bytes })
+        let streams = compressed::encode(&registers, &Model::new(self.shape, code))?;
+        let coded = Coded { code, streams };
+        (coded.len() < m).then_some(coded)
     }
 
     /// The bytes [`encode_coded`](Self::encode_coded) writes.
     pub(crate) fn coded_len(&self, coded: &Coded) -> usize {
-        9 + 8 * usize::from(self.martingale.is_some()) + 2 + 4 + coded.bytes.len()
+        1 + 8 * usize::from(self.seed != crate::hash::DEFAULT_SEED)
+            + 8 * usize::from(self.martingale.is_some())
+            + coded.len()
     }
 
-    /// Writes flags (bit 2 set), seed, the martingale if present, then the model's scale code
-    /// (u16), the number of the coder's 32-bit words (u32) and the words, little-endian.
+    /// Writes flags (bit 2 set; bit 3 when the seed is the default one), the seed unless it is
+    /// the default, the martingale if present, then the model's scale code (u16), each coder's
+    /// length in 32-bit words (varints), and the coders' words in turn, little-endian.
     pub(crate) fn encode_coded(&self, w: &mut Writer, coded: &Coded) {
-        w.put_u8(u8::from(self.martingale.is_some()) | CODED);
-        w.put_u64(self.seed);
+        let default_seed = self.seed == crate::hash::DEFAULT_SEED;
+        w.put_u8(u8::from(self.martingale.is_some()) | CODED | if default_seed { DEFAULT_SEED } else { 0 });
+        if !default_seed {
+            w.put_u64(self.seed);
+        }
         if let Some(x) = self.martingale {
             w.put_f64(x);
         }
         w.put_bytes(&coded.code.to_le_bytes());
-        w.put_u32((coded.bytes.len() / 4) as u32);
-        w.put_bytes(&coded.bytes);
+        for s in &coded.streams {
+            w.put_varint(s.len() as u64);
+        }
+        for s in &coded.streams {
+            s.iter().for_each(|&word| w.put_u32(word));
+        }
     }
 
     /// The bytes [`encode`](Self::encode) writes.
@@ -104,10 +125,28 @@ impl<R: Cell> Core<R> {
     /// the martingale.
     pub(crate) fn decode(r: &mut Reader<'_>, shape: Shape) -> Result<Self, DecodeError> {
         let flags = r.u8()?;
-        if flags & !(MARTINGALE | SPARSE | CODED) != 0 {
+        if flags & !(MARTINGALE | SPARSE | CODED | DEFAULT_SEED) != 0 {
             return Err(DecodeError::InvalidField { field: "flags", reason: "unknown flag bits" });
         }
-        let seed = r.u64()?;
+        if flags & CODED != 0 && !Self::codes(shape) {
+            return Err(DecodeError::InvalidField { field: "flags", reason: "this shape has no entropy-coded form" });
+        }
+        let seed = if flags & DEFAULT_SEED != 0 {
+            if flags & CODED == 0 {
+                return Err(DecodeError::InvalidField {
+                    field: "flags",
+                    reason: "only a coded sketch leaves its seed out",
+                });
+            }
+            crate::hash::DEFAULT_SEED
+        } else {
+            let seed = r.u64()?;
+            // The encoder leaves the default seed out of a coded sketch: one encoding a state.
+            if flags & CODED != 0 && seed == crate::hash::DEFAULT_SEED {
+                return Err(DecodeError::InvalidField { field: "seed", reason: "the default seed, written out" });
+            }
+            seed
+        };
         if flags & SPARSE != 0 {
             if flags & MARTINGALE != 0 {
                 return Err(DecodeError::InvalidField { field: "flags", reason: "a sparse sketch has no martingale" });
@@ -120,9 +159,6 @@ impl<R: Cell> Core<R> {
             }
             // Entries no more than the sparse mode holds, ascending, each one an entry.
             return Self::new(shape, seed).decode_entries(r);
-        }
-        if flags & CODED != 0 && !Self::codes(shape) {
-            return Err(DecodeError::InvalidField { field: "flags", reason: "this shape has no entropy-coded form" });
         }
         let martingale = if flags & MARTINGALE != 0 {
             let x = r.f64()?;
@@ -140,17 +176,33 @@ impl<R: Cell> Core<R> {
             // The scale, then a coded length within what the registers can take (checked
             // before anything is allocated), then the words.
             let code = u16::from_le_bytes(r.array::<2>()?);
-            let len = 4 * r.u32()? as usize;
+            let mut lens = [0usize; compressed::STREAMS];
+            let mut len = 2;
+            for slot in &mut lens {
+                // At most 2^26 registers of at most 16 bits: far below 2^32 words.
+                let words = r.varint()?.min(u64::from(u32::MAX)) as usize;
+                *slot = words;
+                len += varint_len(words as u64) + 4 * words;
+            }
             let (fewest, most) = compressed::coded_len_bounds(shape.registers());
-            if !(fewest..=most).contains(&len) {
+            let body: usize = lens.iter().map(|w| 4 * w).sum();
+            if !(fewest..=most).contains(&body) {
                 return Err(DecodeError::InvalidField {
                     field: "coded length",
                     reason: "not what the registers can take",
                 });
             }
-            let bytes = r.take(len)?;
+            let bytes = r.take(body)?;
+            let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let mut parts = [&words[..0]; compressed::STREAMS];
+            let mut rest = &words[..];
+            for (part, &n) in parts.iter_mut().zip(&lens) {
+                let (head, tail) = rest.split_at(n);
+                *part = head;
+                rest = tail;
+            }
             let mut registers = vec![0u8; shape.registers()];
-            compressed::decode(bytes, &Model::new(shape, code), &mut registers)?;
+            compressed::decode(parts, &Model::new(shape, code), &mut registers)?;
             coded_as = Some((code, len));
             decoded = registers;
             &decoded[..]
@@ -190,7 +242,7 @@ impl<R: Cell> Core<R> {
         // and shorter than the plain registers. So each state has one coded encoding.
         if let Some((code, len)) = coded_as {
             let m = core.registers.len();
-            if code != compressed::code_of(core.ml_estimate() / m as f64) || 2 + 4 + len >= m {
+            if code != compressed::code_of(core.ml_estimate() / m as f64) || len >= m {
                 return Err(DecodeError::InvalidField {
                     field: "coded registers",
                     reason: "not as the encoder writes them",

@@ -576,12 +576,20 @@ impl UltraLogLog {
     /// [`from_bytes`](Self::from_bytes).
     ///
     /// The body of a coded sketch: precision (u8), flags (u8: bit 0 martingale present, bit 2
-    /// coded), seed (u64), the martingale (f64) if present, the model's scale code (u16: `λ =
-    /// n/m` is `2^(code/256 − 64)`), the number of the coder's words (u32), and the words
-    /// (u32, little-endian): the registers coded by asymmetric numeral systems (the
-    /// `constriction` crate) against the probability a Poisson number `λ` of items in a
-    /// register gives each register value, with 16-bit integer weights the encoder and the
-    /// decoder compute alike on every platform.
+    /// coded, bit 3 default seed), the seed (u64) unless it is the default, the martingale
+    /// (f64) if present, the model's scale code (u16: `λ = n/m` is `2^(code/256 − 64)`), the
+    /// lengths in 32-bit words of four coders' streams (varints), and their words (u32,
+    /// little-endian). Register `i` is in stream `i mod 4`, coded by asymmetric numeral
+    /// systems (the `constriction` crate) against the probability that a Poisson number `λ`
+    /// of items gives each register value, with 16-bit integer weights the encoder and the
+    /// decoder compute alike on every platform. The decoder accepts only what the encoder
+    /// writes (the scale of the registers' estimate, the default seed left out, the coded
+    /// form shorter than the plain one), so a state has one coded encoding.
+    ///
+    /// Measured at `n ≥ 10·m`: 3.99 bits a register; with the header, a memory-variance
+    /// product of 2.32 to 2.36 for the merged (maximum-likelihood) estimator at precisions 12
+    /// to 14, against 4.63 plain (`cargo run --release -p synopses-benches --example
+    /// per_byte`). Coding costs about 4 ns a register each way (18 µs at precision 12).
     ///
     /// ```
     /// use synopses::cardinality::UltraLogLog;
