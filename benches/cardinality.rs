@@ -562,6 +562,43 @@ fn bench_bytes(c: &mut Criterion) {
     g.finish();
 }
 
+/// UltraLogLog's entropy-coded encoding against its plain one and against DataSketches' CPC
+/// (which is always compressed), at the same precision (`lg_k`), each over 100·m distinct
+/// items: a sketch far past its sparse mode, as stored in a warehouse.
+fn bench_ull_compressed(c: &mut Criterion) {
+    for p in [10_u8, 12, 14] {
+        let cfg = format!("p{p}");
+        let n = 100_u64 << p;
+        let mut ull = UltraLogLog::new(p).expect("a precision");
+        ull.observe_all(0..n);
+        let mut cpc = CpcSketch::new(p).expect("a precision");
+        (0..n).for_each(|i| cpc.update(i));
+        let (plain, coded, theirs) = (ull.to_bytes(), ull.to_compressed_bytes(), cpc.serialize());
+        eprintln!(
+            "serialized sizes p{p}: UltraLogLog plain {} B, compressed {} B; CPC {} B",
+            plain.len(),
+            coded.len(),
+            theirs.len()
+        );
+        let mut g = small_group(c, "ull_compressed/encode");
+        g.bench_function(id(&cfg, "synopses_compressed"), |b| b.iter(|| black_box(&ull).to_compressed_bytes()));
+        g.bench_function(id(&cfg, "synopses_plain"), |b| b.iter(|| black_box(&ull).to_bytes()));
+        g.bench_function(id(&cfg, "datasketches_cpc"), |b| b.iter(|| black_box(&cpc).serialize()));
+        g.finish();
+        let mut g = small_group(c, "ull_compressed/decode");
+        g.bench_function(id(&cfg, "synopses_compressed"), |b| {
+            b.iter(|| UltraLogLog::from_bytes(black_box(&coded)).expect("valid"))
+        });
+        g.bench_function(id(&cfg, "synopses_plain"), |b| {
+            b.iter(|| UltraLogLog::from_bytes(black_box(&plain)).expect("valid"))
+        });
+        g.bench_function(id(&cfg, "datasketches_cpc"), |b| {
+            b.iter(|| CpcSketch::deserialize(black_box(&theirs)).expect("valid"))
+        });
+        g.finish();
+    }
+}
+
 fn bench_parallel(c: &mut Criterion) {
     use synopses::core::OperatorExt as _;
     let items = gen_u64s(N_PAR);
@@ -1039,6 +1076,7 @@ criterion_group!(
     bench_estimate,
     bench_merge,
     bench_bytes,
+    bench_ull_compressed,
     bench_parallel,
     bench_fm,
     bench_ull_ell_observe,

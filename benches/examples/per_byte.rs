@@ -1,4 +1,4 @@
-//! Accuracy per byte after a merge: UltraLogLog and ExaLogLog against DataSketches' HLL_4,
+//! Accuracy per byte after a merge: UltraLogLog (plain and compressed) and ExaLogLog against DataSketches' HLL_4,
 //! HLL_6, HLL_8 and CPC (and our HyperLogLog, whose encoding packs 6 bits per register: a fair
 //! HLL_6 too), measured side by side in one run.
 //!
@@ -58,6 +58,7 @@ const CALIBRATION_TRIAL: u64 = (1 << (64 - TRIAL_SHIFT)) - 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
     UltraLogLog,
+    UltraLogLogCompressed,
     ExaLogLog,
     HyperLogLog,
     Hll4,
@@ -67,12 +68,21 @@ enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 7] =
-        [Kind::UltraLogLog, Kind::ExaLogLog, Kind::HyperLogLog, Kind::Hll4, Kind::Hll6, Kind::Hll8, Kind::Cpc];
+    const ALL: [Kind; 8] = [
+        Kind::UltraLogLog,
+        Kind::UltraLogLogCompressed,
+        Kind::ExaLogLog,
+        Kind::HyperLogLog,
+        Kind::Hll4,
+        Kind::Hll6,
+        Kind::Hll8,
+        Kind::Cpc,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Kind::UltraLogLog => "synopses UltraLogLog",
+            Kind::UltraLogLogCompressed => "synopses UltraLogLog, to_compressed_bytes",
             Kind::ExaLogLog => "synopses ExaLogLog (t=2, d=20)",
             Kind::HyperLogLog => "synopses HyperLogLog",
             Kind::Hll4 => "datasketches HLL_4",
@@ -102,7 +112,7 @@ impl Kind {
             (Kind::HyperLogLog | Kind::Hll6, _) => 6.0 * HLL,
             (Kind::Hll4, _) => 4.0 * HLL,
             (Kind::Hll8, _) => 8.0 * HLL,
-            (Kind::Cpc, _) => return None,
+            (Kind::Cpc | Kind::UltraLogLogCompressed, _) => return None,
         };
         // In memory ours hold a byte (UltraLogLog, HyperLogLog) or 32 bits (ExaLogLog).
         Some(match (self, memory) {
@@ -133,14 +143,15 @@ fn merged(kind: Kind, p: u8, trial: u64) -> Result<Vec<Reading>, Box<dyn Error>>
     let (left, right) = halves(trial);
     let one = |estimator, estimate, serialized, memory| vec![Reading { estimator, estimate, serialized, memory }];
     Ok(match kind {
-        Kind::UltraLogLog => {
+        Kind::UltraLogLog | Kind::UltraLogLogCompressed => {
             let mut a = UltraLogLog::new(p)?;
             let mut b = UltraLogLog::new(p)?;
             a.observe_all(left);
             b.observe_all(right);
             a.merge(&b)?;
             assert!(a.martingale_estimate().is_none(), "a merged sketch answers from its registers");
-            let (serialized, memory) = (a.to_bytes().len(), a.size_in_bytes());
+            let serialized = if kind == Kind::UltraLogLog { a.to_bytes().len() } else { a.to_compressed_bytes().len() };
+            let memory = a.size_in_bytes();
             [("ML", UltraLogLogEstimator::MaximumLikelihood), ("FGRA", UltraLogLogEstimator::Fgra)]
                 .into_iter()
                 .map(|(estimator, e)| Reading { estimator, estimate: a.register_estimate(e), serialized, memory })
@@ -471,6 +482,15 @@ fn main() -> Result<(), Box<dyn Error>> {
             &hlls,
             ser,
             false,
+        );
+        all_pass &= claim(
+            &format!(
+                "{budget} B serialized: UltraLogLog compressed (ML) after a merge at least as accurate as CPC (ICON)"
+            ),
+            pick(Kind::UltraLogLogCompressed, ser, "ML")?,
+            &[pick(Kind::Cpc, ser, "ICON")?],
+            ser,
+            true,
         );
         let mem = Bytes::Memory;
         all_pass &= claim(

