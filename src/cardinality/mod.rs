@@ -221,6 +221,22 @@
 //!   keep small sketches small and exact: below `3m/16` distinct items for HyperLogLog and
 //!   UltraLogLog, `3m/4` for ExaLogLog, at 4 bytes per item.
 //!
+//! ### The smallest sketches on the wire: entropy-coded registers
+//!
+//! A register holds far less information than its bits: given `λ = n/m` items per register,
+//! a register's value has a known distribution (a Poisson number of items, each raising it to
+//! value `k` with probability `2^-k`), whose entropy is about 4 bits for UltraLogLog's 8-bit
+//! registers whatever `n` (once `n ≫ m`). [`UltraLogLog::to_compressed_bytes`] writes `λ`
+//! (from the registers' estimate, to 1/256 of an octave) and codes the registers against that
+//! distribution with an asymmetric-numeral-systems coder (the `constriction` crate): 3.99
+//! bits a register, half the plain encoding. That makes it the best distinct counter per
+//! serialized byte measured here: after a merge, a memory-variance product of 2.16–2.26
+//! against 2.36–2.46 for DataSketches' CPC, the previous best, and 4.63 for the plain
+//! encoding (`benches/examples/per_byte.rs`). The price is time: about 3 ns a register each
+//! way, 16 µs at p = 12, against 0.4 µs for the plain encoding and 5 and 11 µs for CPC's
+//! serialization and deserialization. Store sketches coded; keep them plain in memory (the
+//! coded form is an encoding, not a state to update).
+//!
 //! # Merging
 //!
 //! Two sketches with the same precision and seed merge by taking, register by register, the
@@ -283,7 +299,8 @@
 //!   only with an error relative to the *union*, which drowns a small intersection. Use a
 //!   sampling sketch (theta, KMV) instead.
 //! * You need the best accuracy per byte: use [`ExaLogLog`] or [`UltraLogLog`] rather than
-//!   [`HyperLogLog`] (see the table above).
+//!   [`HyperLogLog`] (see the table above), and store UltraLogLog with
+//!   [`to_compressed_bytes`](UltraLogLog::to_compressed_bytes).
 //!
 //! # References
 //!
@@ -307,6 +324,11 @@
 //!   for approximate distinct counting.* PVLDB 17(7), 2024 (arXiv:2308.16862).
 //! * O. Ertl. *ExaLogLog: space-efficient and practical approximate distinct counting up to
 //!   the exa-scale.* EDBT 2025 (arXiv:2402.13726).
+//! * K. J. Lang. *Back to the future: an even more nearly optimal cardinality estimation
+//!   algorithm.* arXiv:1708.06839, 2017 (CPC).
+//! * J. Duda. *Asymmetric numeral systems.* arXiv:0902.0271, 2009; R. Bamler. *Understanding
+//!   entropy coding with asymmetric numeral systems (ANS): a statistician's perspective.*
+//!   arXiv:2201.01741, 2022 (the `constriction` crate).
 //! * D. Ting. *Streamed approximate counting of distinct elements.* KDD 2014; E. Cohen.
 //!   *All-distances sketches, revisited: HIP estimators for massive graphs analysis.* 2015.
 
