@@ -554,7 +554,7 @@ fn compressed_ultraloglog_bytes_are_pinned() -> TestResult {
     let mut small = UltraLogLog::with_seed(8, 42)?;
     small.observe_all(0..300_u64);
     let pinned: [(u64, usize); 3] =
-        [(5156439547294781552, 552), (12670898190334292608, 2073), (11916044182754111008, 144)];
+        [(3736186757615039181, 552), (681070941428406136, 2073), (10632657697645861243, 144)];
     for (sketch, (digest, len)) in [one, merged, small].iter().zip(pinned) {
         let bytes = sketch.to_compressed_bytes();
         assert!(bytes.len() < sketch.to_bytes().len(), "the coded form is the smaller");

@@ -1459,3 +1459,25 @@ proptest! {
         run(DDSketch::builder(alpha).max_bins(bins).build().expect("valid"), &ops)?;
     }
 }
+
+/// A dense UltraLogLog whose set registers are all at the lowest indices: its coders' streams
+/// of empty registers cost no bits at their end, so the coded form would fall below the length
+/// the decoder allows for `m` registers; `to_compressed_bytes` writes it plain instead, and it
+/// round-trips either way.
+#[test]
+fn a_dense_ultraloglog_with_only_its_first_registers_set_round_trips_coded() -> Result<(), TestCaseError> {
+    for p in [11_u8, 12, 14] {
+        let mut ull = UltraLogLog::new(p).expect("a valid precision");
+        // Hashes with the top p bits zero (all in register 0), distinct in the 26 − p bits
+        // below them, which is what the sparse mode tells apart.
+        (1..1_u64 << (26 - p)).for_each(|j| ull.observe_hash(j << 38 | j));
+        prop_assert!(!ull.is_sparse(), "p {p}: dense");
+        let coded = ull.to_compressed_bytes();
+        prop_assert_eq!(
+            &UltraLogLog::from_bytes(&coded).map_err(|e| TestCaseError::fail(format!("p {p}: {e}")))?,
+            &ull
+        );
+        check_state(&ull)?;
+    }
+    Ok(())
+}

@@ -12,15 +12,16 @@
 //! ```
 //!
 //! (`e^(−λ·2^-u)` is the chance that no value above `u` occurred; `v = u − 1, u − 2`, when at
-//! least 1). The encoder writes `λ` quantized to 1/256 of an octave (from the registers'
-//! maximum-likelihood estimate), and codes the registers against that distribution with an
+//! least 1). The encoder writes `λ` quantized to 1/256 of an octave (from a rough estimate the
+//! registers give, [`code_of`]), and codes the registers against that distribution with an
 //! asymmetric-numeral-systems coder ([`constriction`]), at about the registers' entropy: 4 bits
 //! a register where `n ≫ m` instead of 8.
 //!
-//! The decoder computes the same distribution from the same code, so both sides must compute it
-//! to the bit on every platform: the weights come from [`exp`], built from the correctly rounded
-//! IEEE operations only (the standard library's `exp` may differ between platforms by an ulp),
-//! and are integers from there on.
+//! The decoder computes the same distribution from the same code, and checks that the code is
+//! the one the encoder derives from the decoded registers, so both must come out the same to
+//! the bit on every platform: the weights come from [`exp`] and the code from [`log2`], built
+//! from the correctly rounded IEEE operations only (the standard library's `exp` and `log2`
+//! may differ between platforms by an ulp), and everything is integers from there on.
 
 use constriction::stream::model::{ContiguousCategoricalEntropyModel, ContiguousLookupDecoderModel};
 use constriction::stream::stack::DefaultAnsCoder;
@@ -35,8 +36,12 @@ use crate::core::DecodeError;
 const PRECISION: usize = 14;
 const TOTAL: u32 = 1 << PRECISION;
 /// The most weight one register value gets, 7/8 of the total: every register then costs at
-/// least `log2(8/7)` = 0.19 bits, which bounds what a short stream can claim to hold (a dense
-/// sketch's commonest register, the empty one just after it turns dense, has about 0.83).
+/// least `log2(8/7)` = 0.19 bits, except the runs of the lowest symbol (the empty register) at
+/// the end of a coder's stream, which cost none (a coder starts at state 0). The decoder
+/// refuses streams shorter than that bound, so a short input cannot claim many registers; the
+/// encoder writes the plain form of the rare sketch that codes shorter (every set register at
+/// the lowest indices). A dense sketch's commonest register, the empty one just after it turns
+/// dense, has a probability of about 0.83, under the cap.
 const MAX_WEIGHT: u32 = TOTAL / 8 * 7;
 /// The least bits a register costs: `−log2(MAX_WEIGHT / TOTAL)`, rounded down.
 const MIN_BITS_PER_REGISTER: f64 = 0.19;
@@ -97,14 +102,59 @@ fn scale_by_power_of_two(x: f64, k: i32) -> f64 {
     }
 }
 
-/// The scale code of `λ`: `round(256·log2 λ) + 256·64`, clamped to `u16`. Any deterministic
-/// choice works (the code is written down); this one is the nearest step.
-pub(crate) fn code_of(lambda: f64) -> u16 {
+/// The scale code of dense registers (one byte each): `round(256·log2 λ̂) + 256·64`, clamped
+/// to `u16`, for a rough estimate `λ̂` of the items per register. The decoder recomputes it
+/// to accept only the encoder's choice, so it must come out the same on every platform: the
+/// estimate is HyperLogLog's raw one (`α·m / Σ 2^-u`, the sum exact in integers) or, while it
+/// is below `2.5` and some register is empty, linear counting (`ln(m/V)`, `V` the empty
+/// registers), and the logarithm is [`log2`], from IEEE basic operations only. Its error of a
+/// few percent costs the coder almost nothing: the model is flat near its optimum.
+pub(crate) fn code_of(registers: &[u8]) -> u16 {
+    let m = registers.len() as f64;
+    let (mut empty, mut sum) = (0u64, 0u128);
+    for &r in registers {
+        let u = u32::from(r >> 2);
+        empty += u64::from(u == 0);
+        // u ≤ 62 and m ≤ 2^26: the sum stays below 2^91.
+        sum += 1u128 << (64 - u.min(64));
+    }
+    let inverse_sum = m / (sum as f64 / scale_by_power_of_two(1.0, 64));
+    let raw = 0.7213 / (1.0 + 1.079 / m) * inverse_sum;
+    let lambda = if raw < 2.5 && empty > 0 { (log2(m) - log2(empty as f64)) * std::f64::consts::LN_2 } else { raw };
     if lambda.is_nan() || lambda <= 0.0 {
         return 0;
     }
-    let code = (lambda.log2() * STEPS_PER_OCTAVE + CODE_OF_ONE).round();
+    let code = (log2(lambda) * STEPS_PER_OCTAVE + CODE_OF_ONE).round();
     code.clamp(0.0, f64::from(u16::MAX)) as u16
+}
+
+/// `log2 x` for `x > 0`, from IEEE-754's correctly rounded operations only: `x = 2^e·f` with
+/// `f` in `[√½, √2)` (exact), and `log2 f = 2·atanh(s)/ln 2` with `s = (f − 1)/(f + 1)`,
+/// `|s| < 0.172`, by its odd series to `s^23` (error below 10^-18). Not a number for `x ≤ 0`.
+pub(crate) fn log2(x: f64) -> f64 {
+    if x.is_nan() || x <= 0.0 {
+        return f64::NAN;
+    }
+    if x.is_infinite() {
+        return x;
+    }
+    // Subnormals: scaled into the normal range first, exactly.
+    let (x, shift) = if x < f64::MIN_POSITIVE { (x * scale_by_power_of_two(1.0, 64), -64) } else { (x, 0) };
+    let bits = x.to_bits();
+    let mut e = ((bits >> 52) & 0x7FF) as i32 - 1023 + shift;
+    let mut f = f64::from_bits((bits & ((1 << 52) - 1)) | (1023 << 52));
+    if f > std::f64::consts::SQRT_2 {
+        f /= 2.0;
+        e += 1;
+    }
+    let s = (f - 1.0) / (f + 1.0);
+    let s2 = s * s;
+    // Horner's scheme over 1/1, 1/3, ..., 1/23, highest first.
+    let mut series = 0.0;
+    for k in (0..12).rev() {
+        series = series * s2 + 1.0 / f64::from(2 * k + 1);
+    }
+    f64::from(e) + 2.0 * s * series / std::f64::consts::LN_2
 }
 
 /// The `λ` of a scale code: `2^((code − 256·64)/256)`, from [`exp`].
@@ -235,8 +285,10 @@ pub(crate) fn encode(registers: &[u8], model: &Model) -> Option<[Vec<u32>; STREA
     Some(out)
 }
 
-/// The fewest and the most coded bytes `m` registers can take: every register costs between
-/// [`MIN_BITS_PER_REGISTER`] and 14 bits, and each coder's state adds up to two words.
+/// The fewest and the most coded bytes of `m` registers the decoder accepts: every register
+/// costs at most 14 bits, and each coder's state adds up to two words; the fewest is the
+/// policy of [`MAX_WEIGHT`] (at least [`MIN_BITS_PER_REGISTER`] a register, less the coders'
+/// start), which the encoder enforces by writing plain what would code shorter.
 pub(crate) fn coded_len_bounds(m: usize) -> (usize, usize) {
     let fewest = ((m as f64 * MIN_BITS_PER_REGISTER / 8.0) as usize).saturating_sub(8 * STREAMS);
     (fewest, 4 * ((m * PRECISION).div_ceil(32) + 2 * STREAMS))
@@ -293,9 +345,25 @@ mod tests {
     fn exp_and_scale_are_pinned() {
         assert_eq!(exp(-1.0).to_bits(), 0x3FD7_8B56_362C_EF38);
         assert_eq!(exp(-0.001).to_bits(), 0x3FEF_F7CF_E56F_1A9E);
-        assert_eq!(lambda_of(code_of(1.0)), 1.0);
-        assert_eq!(lambda_of(code_of(1024.0)), 1024.0);
-        assert_eq!(code_of(0.0), 0);
+        assert_eq!(lambda_of(CODE_OF_ONE as u16), 1.0);
+        assert_eq!(lambda_of((CODE_OF_ONE + 10.0 * STEPS_PER_OCTAVE) as u16), 1024.0);
+        assert_eq!((log2(1.0), log2(1024.0), log2(0.5)), (0.0, 10.0, -1.0));
+        assert_eq!(log2(3.0).to_bits(), 0x3FF9_5C01_A39F_BD68);
+        // Empty registers: no scale; all at one value: the raw estimate.
+        assert_eq!(code_of(&[0; 64]), 0);
+    }
+
+    /// Our logarithm against the standard library's, to a few ulps, over the whole range.
+    #[test]
+    fn log2_is_accurate_everywhere() {
+        // From the least subnormal up, by a factor that moves even the subnormals.
+        let mut x = 5e-324;
+        while x < 1e308 {
+            let (ours, std) = (log2(x), x.log2());
+            assert!((ours - std).abs() <= 4.0 * f64::EPSILON * std.abs().max(1.0), "{x}: {ours} against {std}");
+            x *= 3.7;
+        }
+        assert!(log2(0.0).is_nan() && log2(-1.0).is_nan() && log2(f64::NAN).is_nan());
     }
 
     /// Every model's weights are whole: at least 1, at most the cap, summing to 2^14, for every
@@ -304,7 +372,7 @@ mod tests {
     fn every_model_is_a_valid_coding_model() {
         for p in 3..=26u8 {
             let shape = Shape { p, t: 0, d: 2 };
-            for code in (0..=u16::MAX).step_by(97).chain([u16::MAX]) {
+            for code in 0..=u16::MAX {
                 let model = Model::new(shape, code);
                 let sum: u32 = model.weights.iter().map(|&w| u32::from(w)).sum();
                 assert_eq!(sum, TOTAL, "p {p}, code {code}");

@@ -43,18 +43,23 @@ impl<R: Cell> Core<R> {
 
     /// The registers entropy-coded, when the shape has such a form, the sketch is dense, and
     /// the coded form is smaller than the plain one (it is not for a crafted or saturated
-    /// sketch the model fits badly). The model's scale is the registers' maximum-likelihood
-    /// estimate over `m`.
+    /// sketch the model fits badly). The model's scale is [`compressed::code_of`] the
+    /// registers, the same on every platform.
     pub(crate) fn coded(&self) -> Option<Coded> {
         if self.is_sparse() || !Self::codes(self.shape) {
             return None;
         }
         let m = self.registers.len();
-        let code = compressed::code_of(self.ml_estimate() / m as f64);
         let registers: Vec<u8> = self.registers.iter().map(|r| r.get() as u8).collect();
+        let code = compressed::code_of(&registers);
         let streams = compressed::encode(&registers, &Model::new(self.shape, code))?;
         let coded = Coded { code, streams };
-        (coded.len() < m).then_some(coded)
+        // Shorter than the plain registers, and within the length the decoder allows (a
+        // stream of zero registers at its end costs no bits: a sketch with every set register
+        // at the lowest indices codes below the bound, and is written plain).
+        let (fewest, most) = compressed::coded_len_bounds(m);
+        let words = 4 * coded.streams.iter().map(Vec::len).sum::<usize>();
+        (coded.len() < m && (fewest..=most).contains(&words)).then_some(coded)
     }
 
     /// The bytes [`encode_coded`](Self::encode_coded) writes.
@@ -178,13 +183,19 @@ impl<R: Cell> Core<R> {
             let code = u16::from_le_bytes(r.array::<2>()?);
             let mut lens = [0usize; compressed::STREAMS];
             let mut len = 2;
-            for slot in &mut lens {
-                // At most 2^26 registers of at most 14 bits: far below 2^32 words.
-                let words = r.varint()?.min(u64::from(u32::MAX)) as usize;
-                *slot = words;
-                len += varint_len(words as u64) + 4 * words;
-            }
             let (fewest, most) = compressed::coded_len_bounds(shape.registers());
+            let too_long =
+                DecodeError::InvalidField { field: "coded length", reason: "not what the registers can take" };
+            for slot in &mut lens {
+                // Each count within the most all the coders can take, before any arithmetic:
+                // the sums below then stay under `most` (117 MB at p = 26), on 32 bits too.
+                let words = r.varint()?;
+                if words > (most / 4) as u64 {
+                    return Err(too_long);
+                }
+                *slot = words as usize;
+                len += varint_len(words) + 4 * *slot;
+            }
             let body: usize = lens.iter().map(|w| 4 * w).sum();
             if !(fewest..=most).contains(&body) {
                 return Err(DecodeError::InvalidField {
@@ -242,7 +253,7 @@ impl<R: Cell> Core<R> {
         // and shorter than the plain registers. So each state has one coded encoding.
         if let Some((code, len)) = coded_as {
             let m = core.registers.len();
-            if code != compressed::code_of(core.ml_estimate() / m as f64) || len >= m {
+            if code != compressed::code_of(packed) || len >= m {
                 return Err(DecodeError::InvalidField {
                     field: "coded registers",
                     reason: "not as the encoder writes them",
