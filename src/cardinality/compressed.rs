@@ -28,6 +28,7 @@ use constriction::stream::stack::DefaultAnsCoder;
 use constriction::stream::{Decode, Encode};
 
 use super::registers::Shape;
+use crate::codec::{Reader, Writer, varint_len};
 use crate::core::DecodeError;
 
 /// Bits of the coder's probabilities: the weights sum to `2^14`. Measured against 16 bits: a
@@ -102,18 +103,18 @@ fn scale_by_power_of_two(x: f64, k: i32) -> f64 {
     }
 }
 
-/// The scale code of dense registers (one byte each): `round(256·log2 λ̂) + 256·64`, clamped
+/// The scale code of dense registers of `shape` (one byte each): `round(256·log2 λ̂) + 256·64`, clamped
 /// to `u16`, for a rough estimate `λ̂` of the items per register. The decoder recomputes it
 /// to accept only the encoder's choice, so it must come out the same on every platform: the
 /// estimate is HyperLogLog's raw one (`α·m / Σ 2^-u`, the sum exact in integers) or, while it
 /// is below `2.5` and some register is empty, linear counting (`ln(m/V)`, `V` the empty
 /// registers), and the logarithm is [`log2`], from IEEE basic operations only. Its error of a
 /// few percent costs the coder almost nothing: the model is flat near its optimum.
-pub(crate) fn code_of(registers: &[u8]) -> u16 {
+pub(crate) fn code_of(registers: &[u8], shape: Shape) -> u16 {
     let m = registers.len() as f64;
     let (mut empty, mut sum) = (0u64, 0u128);
     for &r in registers {
-        let u = u32::from(r >> 2);
+        let u = u32::from(r >> shape.d);
         empty += u64::from(u == 0);
         // u ≤ 62 and m ≤ 2^26: the sum stays below 2^91.
         sum += 1u128 << (64 - u.min(64));
@@ -177,9 +178,10 @@ pub(crate) struct Model {
 const NONE: u16 = u16::MAX;
 
 impl Model {
-    /// The model of UltraLogLog registers (`shape.t == 0`, `shape.d == 2`) at scale `code`.
+    /// The model of UltraLogLog registers (`shape.t == 0`, `shape.d == 2`) or of HyperLogLog's
+    /// (`d == 0`: the maximum alone) at scale `code`.
     pub(crate) fn new(shape: Shape, code: u16) -> Self {
-        debug_assert!(shape.t == 0 && shape.d == 2);
+        debug_assert!(shape.t == 0 && (shape.d == 2 || shape.d == 0));
         let lambda = lambda_of(code);
         let top = shape.max_value(); // L + 1, at most 62
         let geometric = top - 1; // L
@@ -197,14 +199,16 @@ impl Model {
             if !shape.is_valid(r) {
                 continue;
             }
-            let (u, h) = ((r >> 2) as u32, r & 3);
+            let (u, h) = ((r >> shape.d) as u32, r & shape.history_mask());
             let p = if u == 0 {
                 none[0]
             } else {
                 let mut p = (1.0 - none_of(u)) * nothing_above(u);
-                for (bit, v) in [(2, u.wrapping_sub(1)), (1, u.wrapping_sub(2))] {
-                    if (1..u).contains(&v) {
-                        p *= if h & bit != 0 { 1.0 - none_of(v) } else { none_of(v) };
+                if shape.d == 2 {
+                    for (bit, v) in [(2, u.wrapping_sub(1)), (1, u.wrapping_sub(2))] {
+                        if (1..u).contains(&v) {
+                            p *= if h & bit != 0 { 1.0 - none_of(v) } else { none_of(v) };
+                        }
                     }
                 }
                 p
@@ -322,6 +326,90 @@ pub(crate) fn decode(words: [&[u32]; STREAMS], model: &Model, out: &mut [u8]) ->
     Ok(())
 }
 
+/// A sketch's registers entropy-coded: the scale code of the model and each coder's words.
+/// The part of an encoding after the flags, seed and martingale, shared by UltraLogLog and
+/// HyperLogLog.
+pub(crate) struct Coded {
+    code: u16,
+    streams: [Vec<u32>; STREAMS],
+}
+
+impl Coded {
+    /// The registers of `shape` (one byte each) coded, when that is shorter than `plain_len`
+    /// (the plain encoding of the registers) and within the length [`Coded::read`] accepts:
+    /// not for a crafted or saturated sketch the model fits badly, nor for one whose set
+    /// registers all sit at the lowest indices (its streams end in runs that cost no bits).
+    pub(crate) fn of(registers: &[u8], shape: Shape, plain_len: usize) -> Option<Self> {
+        let code = code_of(registers, shape);
+        let streams = encode(registers, &Model::new(shape, code))?;
+        let coded = Self { code, streams };
+        let (fewest, most) = coded_len_bounds(registers.len());
+        let words = 4 * coded.streams.iter().map(Vec::len).sum::<usize>();
+        (coded.len() < plain_len && (fewest..=most).contains(&words)).then_some(coded)
+    }
+
+    /// The bytes [`write`](Self::write) writes.
+    pub(crate) fn len(&self) -> usize {
+        2 + self.streams.iter().map(|s| varint_len(s.len() as u64) + 4 * s.len()).sum::<usize>()
+    }
+
+    /// Writes the model's scale code (u16), each coder's length in 32-bit words (varints),
+    /// and the coders' words in turn, little-endian.
+    pub(crate) fn write(&self, w: &mut Writer) {
+        w.put_bytes(&self.code.to_le_bytes());
+        for s in &self.streams {
+            w.put_varint(s.len() as u64);
+        }
+        for s in &self.streams {
+            s.iter().for_each(|&word| w.put_u32(word));
+        }
+    }
+
+    /// Reads what [`write`](Self::write) wrote: the registers of `shape`, one byte each. Every
+    /// length is checked before anything is allocated, and only what [`of`](Self::of) writes
+    /// for a plain encoding of `plain_len` bytes is accepted: the scale of the decoded
+    /// registers and a shorter length. The caller validates the registers themselves.
+    pub(crate) fn read(r: &mut Reader<'_>, shape: Shape, plain_len: usize) -> Result<Vec<u8>, DecodeError> {
+        let too_long = DecodeError::InvalidField { field: "coded length", reason: "not what the registers can take" };
+        let code = u16::from_le_bytes(r.array::<2>()?);
+        let (fewest, most) = coded_len_bounds(shape.registers());
+        let mut lens = [0usize; STREAMS];
+        let mut len = 2;
+        for slot in &mut lens {
+            // Each count within the most all the coders can take, before any arithmetic: the
+            // sums below then stay under `most` (117 MB at p = 26), on 32 bits too.
+            let words = r.varint()?;
+            if words > (most / 4) as u64 {
+                return Err(too_long);
+            }
+            *slot = words as usize;
+            len += varint_len(words) + 4 * *slot;
+        }
+        let body: usize = lens.iter().map(|w| 4 * w).sum();
+        if !(fewest..=most).contains(&body) {
+            return Err(too_long);
+        }
+        let bytes = r.take(body)?;
+        let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let mut parts = [&words[..0]; STREAMS];
+        let mut rest = &words[..];
+        for (part, &n) in parts.iter_mut().zip(&lens) {
+            let (head, tail) = rest.split_at(n);
+            *part = head;
+            rest = tail;
+        }
+        let mut out = vec![0u8; shape.registers()];
+        decode(parts, &Model::new(shape, code), &mut out)?;
+        if code != code_of(&out, shape) || len >= plain_len {
+            return Err(DecodeError::InvalidField {
+                field: "coded registers",
+                reason: "not as the encoder writes them",
+            });
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,7 +438,7 @@ mod tests {
         assert_eq!((log2(1.0), log2(1024.0), log2(0.5)), (0.0, 10.0, -1.0));
         assert_eq!(log2(3.0).to_bits(), 0x3FF9_5C01_A39F_BD68);
         // Empty registers: no scale; all at one value: the raw estimate.
-        assert_eq!(code_of(&[0; 64]), 0);
+        assert_eq!(code_of(&[0; 64], Shape { p: 6, t: 0, d: 2 }), 0);
     }
 
     /// Our logarithm against the standard library's, to a few ulps, over the whole range.
@@ -370,12 +458,12 @@ mod tests {
     /// precision and scale.
     #[test]
     fn every_model_is_a_valid_coding_model() {
-        for p in 3..=26u8 {
-            let shape = Shape { p, t: 0, d: 2 };
+        for (p, d) in (3..=26u8).map(|p| (p, 2)).chain((4..=18).map(|p| (p, 0))) {
+            let shape = Shape { p, t: 0, d };
             for code in 0..=u16::MAX {
                 let model = Model::new(shape, code);
                 let sum: u32 = model.weights.iter().map(|&w| u32::from(w)).sum();
-                assert_eq!(sum, TOTAL, "p {p}, code {code}");
+                assert_eq!(sum, TOTAL, "p {p}, d {d}, code {code}");
                 assert!(model.weights.iter().all(|&w| w >= 1 && u32::from(w) <= MAX_WEIGHT));
                 assert_eq!(model.values.len(), (0..256).filter(|&r| shape.is_valid(r)).count());
             }

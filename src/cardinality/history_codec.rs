@@ -3,14 +3,14 @@
 //! validates every register and the martingale against what a stream can produce. The
 //! framing around it (magic, family, parameters, checksum) is each type's.
 
-use super::compressed::{self, Model};
+use super::compressed::Coded;
 use super::estimators::check_martingale;
 use super::history::Core;
 use super::lifecycle::Lifecycle;
 use super::registers::Cell;
 use super::registers::Shape;
 use super::sparse;
-use crate::codec::{Reader, Writer, varint_len};
+use crate::codec::{Reader, Writer};
 use crate::core::DecodeError;
 
 /// Flag bits: the martingale is present; the sketch is sparse; the registers are entropy-coded;
@@ -20,46 +20,20 @@ const SPARSE: u8 = 2;
 const CODED: u8 = 4;
 const DEFAULT_SEED: u8 = 8;
 
-/// A sketch's registers entropy-coded ([`compressed`]): the scale code of the model and each
-/// coder's words.
-pub(crate) struct Coded {
-    code: u16,
-    streams: [Vec<u32>; compressed::STREAMS],
-}
-
-impl Coded {
-    /// The bytes after the flags, seed and martingale: the scale code, each coder's length in
-    /// words (varints), then the words.
-    fn len(&self) -> usize {
-        2 + self.streams.iter().map(|s| varint_len(s.len() as u64) + 4 * s.len()).sum::<usize>()
-    }
-}
-
 impl<R: Cell> Core<R> {
     /// Whether this shape has an entropy-coded form: UltraLogLog's one-byte registers.
     fn codes(shape: Shape) -> bool {
         shape.t == 0 && shape.d == 2 && size_of::<R>() == 1
     }
 
-    /// The registers entropy-coded, when the shape has such a form, the sketch is dense, and
-    /// the coded form is smaller than the plain one (it is not for a crafted or saturated
-    /// sketch the model fits badly). The model's scale is [`compressed::code_of`] the
-    /// registers, the same on every platform.
+    /// The registers entropy-coded ([`Coded::of`]), when the shape has such a form, the
+    /// sketch is dense, and the coded form is the shorter.
     pub(crate) fn coded(&self) -> Option<Coded> {
         if self.is_sparse() || !Self::codes(self.shape) {
             return None;
         }
-        let m = self.registers.len();
         let registers: Vec<u8> = self.registers.iter().map(|r| r.get() as u8).collect();
-        let code = compressed::code_of(&registers);
-        let streams = compressed::encode(&registers, &Model::new(self.shape, code))?;
-        let coded = Coded { code, streams };
-        // Shorter than the plain registers, and within the length the decoder allows (a
-        // stream of zero registers at its end costs no bits: a sketch with every set register
-        // at the lowest indices codes below the bound, and is written plain).
-        let (fewest, most) = compressed::coded_len_bounds(m);
-        let words = 4 * coded.streams.iter().map(Vec::len).sum::<usize>();
-        (coded.len() < m && (fewest..=most).contains(&words)).then_some(coded)
+        Coded::of(&registers, self.shape, registers.len())
     }
 
     /// The bytes [`encode_coded`](Self::encode_coded) writes.
@@ -70,8 +44,7 @@ impl<R: Cell> Core<R> {
     }
 
     /// Writes flags (bit 2 set; bit 3 when the seed is the default one), the seed unless it is
-    /// the default, the martingale if present, then the model's scale code (u16), each coder's
-    /// length in 32-bit words (varints), and the coders' words in turn, little-endian.
+    /// the default, the martingale if present, then the coded registers ([`Coded::write`]).
     pub(crate) fn encode_coded(&self, w: &mut Writer, coded: &Coded) {
         let default_seed = self.seed == crate::hash::DEFAULT_SEED;
         w.put_u8(u8::from(self.martingale.is_some()) | CODED | if default_seed { DEFAULT_SEED } else { 0 });
@@ -81,13 +54,7 @@ impl<R: Cell> Core<R> {
         if let Some(x) = self.martingale {
             w.put_f64(x);
         }
-        w.put_bytes(&coded.code.to_le_bytes());
-        for s in &coded.streams {
-            w.put_varint(s.len() as u64);
-        }
-        for s in &coded.streams {
-            s.iter().for_each(|&word| w.put_u32(word));
-        }
+        coded.write(w);
     }
 
     /// The bytes [`encode`](Self::encode) writes.
@@ -176,46 +143,8 @@ impl<R: Cell> Core<R> {
         };
         let bits = shape.bits();
         let decoded: Vec<u8>;
-        let mut coded_as = None;
         let packed = if flags & CODED != 0 {
-            // The scale, then a coded length within what the registers can take (checked
-            // before anything is allocated), then the words.
-            let code = u16::from_le_bytes(r.array::<2>()?);
-            let mut lens = [0usize; compressed::STREAMS];
-            let mut len = 2;
-            let (fewest, most) = compressed::coded_len_bounds(shape.registers());
-            let too_long =
-                DecodeError::InvalidField { field: "coded length", reason: "not what the registers can take" };
-            for slot in &mut lens {
-                // Each count within the most all the coders can take, before any arithmetic:
-                // the sums below then stay under `most` (117 MB at p = 26), on 32 bits too.
-                let words = r.varint()?;
-                if words > (most / 4) as u64 {
-                    return Err(too_long);
-                }
-                *slot = words as usize;
-                len += varint_len(words) + 4 * *slot;
-            }
-            let body: usize = lens.iter().map(|w| 4 * w).sum();
-            if !(fewest..=most).contains(&body) {
-                return Err(DecodeError::InvalidField {
-                    field: "coded length",
-                    reason: "not what the registers can take",
-                });
-            }
-            let bytes = r.take(body)?;
-            let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-            let mut parts = [&words[..0]; compressed::STREAMS];
-            let mut rest = &words[..];
-            for (part, &n) in parts.iter_mut().zip(&lens) {
-                let (head, tail) = rest.split_at(n);
-                *part = head;
-                rest = tail;
-            }
-            let mut registers = vec![0u8; shape.registers()];
-            compressed::decode(parts, &Model::new(shape, code), &mut registers)?;
-            coded_as = Some((code, len));
-            decoded = registers;
+            decoded = Coded::read(r, shape, shape.registers())?;
             &decoded[..]
         } else {
             r.take(packed_len(shape.registers(), bits))?
@@ -249,17 +178,6 @@ impl<R: Cell> Core<R> {
             None
         };
         core.recount_from(histogram.as_ref());
-        // A coded sketch is read only as the encoder writes it: the scale of its estimate,
-        // and shorter than the plain registers. So each state has one coded encoding.
-        if let Some((code, len)) = coded_as {
-            let m = core.registers.len();
-            if code != compressed::code_of(packed) || len >= m {
-                return Err(DecodeError::InvalidField {
-                    field: "coded registers",
-                    reason: "not as the encoder writes them",
-                });
-            }
-        }
         // A shape with a sparse mode turns dense in a stream past `limit` distinct entries,
         // and its martingale starts at that count: such a sketch has enough registers set to
         // hold them. So does any dense sketch of t = 0, whatever merges and reductions made it;
