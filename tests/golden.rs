@@ -538,6 +538,23 @@ fn estimates_are_pinned() -> TestResult {
     Ok(())
 }
 
+/// HyperLogLog's entropy-coded encoding (`to_compressed_bytes`), pinned like UltraLogLog's
+/// below, for one stream (martingale kept, default seed left out) and a merge of a seed.
+#[test]
+fn compressed_hyperloglog_bytes_are_pinned() -> TestResult {
+    let one = hll(12, DEFAULT_SEED, 0..100_000)?;
+    let mut merged = hll(10, 7, 0..60_000)?;
+    merged.merge(&hll(10, 7, 40_000..100_000)?)?;
+    let pinned: [(u64, usize); 2] = [(1393215662736525524, 1476), (11688208785863228198, 396)];
+    for (sketch, (digest, len)) in [one, merged].iter().zip(pinned) {
+        let bytes = sketch.to_compressed_bytes();
+        assert!(bytes.len() < sketch.to_bytes().len(), "the coded form is the smaller");
+        assert_eq!((xxh3_64_with_seed(&bytes, 0), bytes.len()), (digest, len), "{sketch:?}");
+        assert_eq!(&HyperLogLog::from_bytes(&bytes)?, sketch);
+    }
+    Ok(())
+}
+
 /// UltraLogLog's entropy-coded encoding (`to_compressed_bytes`), pinned by length and digest
 /// for a sketch of one stream (martingale kept), a merged one and a small one: a change to the
 /// register model, the exponential it is computed with, the quantization of its weights or the

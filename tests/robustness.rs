@@ -659,7 +659,8 @@ fn precision_outside_4_to_18_is_an_invalid_field() -> TestResult {
 
 #[test]
 fn unknown_flag_bits_are_an_invalid_field() -> TestResult {
-    for flags in [0b100u8, 0b101, 0b111, 0x80, 0xF0, 0xFF] {
+    // Bit 2 (coded) needs bit 0 (dense), bit 3 (default seed) needs bit 2; bits 4 to 7 are unknown.
+    for flags in [0b100u8, 0b110, 0b1000, 0b1001, 0x10, 0x11, 0x80, 0xF0, 0xFF] {
         let mut body = hll_head(12, flags, 0, None);
         body.extend_from_slice(&0u32.to_le_bytes());
         let r = HyperLogLog::from_bytes(&envelope(HLL, &body));

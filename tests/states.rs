@@ -263,7 +263,13 @@ macro_rules! cardinality_subject {
 cardinality_subject!(
     HyperLogLog,
     |s, drop| s.reduce(s.precision().saturating_sub(drop).max(HyperLogLog::MIN_PRECISION)),
-    |_c| Ok(())
+    |c| {
+        // The entropy-coded form: never longer than the plain one, and the same sketch back.
+        let (plain, coded) = (c.to_bytes(), c.to_compressed_bytes());
+        prop_assert!(coded.len() <= plain.len(), "coded {} > plain {}", coded.len(), plain.len());
+        prop_assert_eq!(&HyperLogLog::from_bytes(&coded).map_err(|e| TestCaseError::fail(e.to_string()))?, c);
+        Ok(())
+    }
 );
 cardinality_subject!(
     UltraLogLog,

@@ -3,12 +3,13 @@
 
 use std::fmt;
 
+use super::compressed::Coded;
 use super::estimators::{
     HIP_RSE, capped, check_martingale, ertl_estimate, improved_rse, pow2, precision_for, wide_to_f64,
 };
 use super::lifecycle::Lifecycle;
 use super::register_sums::register_sums;
-use super::registers::YOUNG_SHIFT;
+use super::registers::{Shape, YOUNG_SHIFT};
 use super::sparse::{self, Sparse};
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
@@ -647,7 +648,57 @@ impl HyperLogLog {
         w.finish()
     }
 
-    /// Decodes a sketch written by [`to_bytes`](Self::to_bytes), validating every field.
+    /// Encodes the sketch like [`to_bytes`](Self::to_bytes), with the registers of a dense
+    /// sketch entropy-coded: about 2.8 bits a register instead of 6 once the sketch holds
+    /// many more distinct items than registers. Sparse sketches, and dense ones the coded form
+    /// would not shrink, are written as [`to_bytes`](Self::to_bytes) writes them; both decode
+    /// through [`from_bytes`](Self::from_bytes). The coding is UltraLogLog's
+    /// ([`UltraLogLog::to_compressed_bytes`](super::UltraLogLog::to_compressed_bytes)), with
+    /// the distribution of a register's maximum alone.
+    ///
+    /// Body: precision (u8), flags (u8: bit 0 dense, set; bit 1 martingale present; bit 2
+    /// coded; bit 3 default seed), the seed (u64) unless it is the default, the martingale
+    /// (f64) if present, the model's scale code (u16), the lengths in 32-bit words of four
+    /// coders' streams (varints) and their words.
+    ///
+    /// ```
+    /// use synopses::cardinality::HyperLogLog;
+    ///
+    /// let mut hll = HyperLogLog::new(12)?;
+    /// hll.observe_all(0..1_000_000_u64);
+    /// let (plain, coded) = (hll.to_bytes(), hll.to_compressed_bytes());
+    /// assert!(coded.len() < plain.len() * 6 / 10); // 3 KiB of packed registers in 1.5 KiB
+    /// assert_eq!(HyperLogLog::from_bytes(&coded)?, hll);
+    /// # Ok::<(), synopses::Error>(())
+    /// ```
+    #[must_use]
+    pub fn to_compressed_bytes(&self) -> Vec<u8> {
+        let Repr::Dense(dense) = &self.repr else {
+            return self.to_bytes();
+        };
+        let shape = Shape { p: self.precision, t: 0, d: 0 };
+        let Some(coded) = Coded::of(&dense.registers, shape, dense.registers.len() / 4 * 3) else {
+            return self.to_bytes();
+        };
+        let martingale = dense.agg.martingale;
+        let default_seed = self.seed == DEFAULT_SEED;
+        let len =
+            ENVELOPE_LEN + 2 + 8 * usize::from(!default_seed) + 8 * usize::from(martingale.is_some()) + coded.len();
+        let mut w = Writer::new(Self::FAMILY, len);
+        w.put_u8(self.precision);
+        w.put_u8(1 | u8::from(martingale.is_some()) << 1 | 4 | if default_seed { 8 } else { 0 });
+        if !default_seed {
+            w.put_u64(self.seed);
+        }
+        if let Some(x) = martingale {
+            w.put_f64(x);
+        }
+        coded.write(&mut w);
+        w.finish()
+    }
+
+    /// Decodes a sketch written by [`to_bytes`](Self::to_bytes) or
+    /// [`to_compressed_bytes`](Self::to_compressed_bytes), validating every field.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
@@ -661,13 +712,27 @@ impl HyperLogLog {
         let mut r = Reader::open(bytes, Self::FAMILY)?;
         let precision = r.u8()?;
         let flags = r.u8()?;
-        let seed = r.u64()?;
+        // Bit 3 (coded only): the default seed, left out.
+        let seed = if flags & 8 != 0 { DEFAULT_SEED } else { r.u64()? };
         let mut hll = Self::with_seed(precision, seed)
             .map_err(|_| DecodeError::InvalidField { field: "precision", reason: "outside 4..=18" })?;
-        if flags & !0b11 != 0 {
+        if flags & !0b1111 != 0 {
             return Err(DecodeError::InvalidField { field: "flags", reason: "unknown flag bits" });
         }
-        let (dense, has_martingale) = (flags & 1 != 0, flags & 2 != 0);
+        let (dense, has_martingale, coded) = (flags & 1 != 0, flags & 2 != 0, flags & 4 != 0);
+        if coded && !dense {
+            return Err(DecodeError::InvalidField { field: "flags", reason: "a sparse sketch is not entropy-coded" });
+        }
+        if flags & 8 != 0 && !coded {
+            return Err(DecodeError::InvalidField {
+                field: "flags",
+                reason: "only a coded sketch leaves its seed out",
+            });
+        }
+        // The encoder leaves the default seed out of a coded sketch: one encoding a state.
+        if coded && flags & 8 == 0 && seed == DEFAULT_SEED {
+            return Err(DecodeError::InvalidField { field: "seed", reason: "the default seed, written out" });
+        }
         if has_martingale && !dense {
             return Err(DecodeError::InvalidField { field: "flags", reason: "a sparse sketch has no martingale" });
         }
@@ -682,10 +747,19 @@ impl HyperLogLog {
         };
         if dense {
             let m = hll.register_count();
-            let packed = r.take(m / 4 * 3)?;
-            let mut d = Dense::new(precision);
+            // The registers' bytes read (and their lengths checked) before any allocation.
+            let mut d = if coded {
+                let registers = Coded::read(&mut r, Shape { p: precision, t: 0, d: 0 }, m / 4 * 3)?;
+                let mut d = Dense::new(precision);
+                d.registers.copy_from_slice(&registers);
+                d
+            } else {
+                let packed = r.take(m / 4 * 3)?;
+                let mut d = Dense::new(precision);
+                unpack_six_bit_registers(packed, &mut d.registers);
+                d
+            };
             let max_rank = 65 - precision;
-            unpack_six_bit_registers(packed, &mut d.registers);
             // One check after the loop (a maximum vectorizes; an early exit would not).
             if d.registers.iter().copied().max().unwrap_or(0) > max_rank {
                 return Err(DecodeError::InvalidField { field: "registers", reason: "rank above 65 - precision" });

@@ -236,6 +236,9 @@
 //! way, 16 µs at p = 12, against 0.4 µs for the plain encoding and 5 and 11 µs for CPC's
 //! serialization and deserialization. Store sketches coded; keep them plain in memory (the
 //! coded form is an encoding, not a state to update).
+//! [`HyperLogLog::to_compressed_bytes`] codes HyperLogLog's registers the same way, against
+//! the distribution of a register's maximum alone: 2.8 bits a register instead of 6, a
+//! product of about 3.1 after a merge against 6.5 plain.
 //!
 //! # Merging
 //!

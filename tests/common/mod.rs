@@ -277,6 +277,11 @@ distinct_count_subject!(
             ("hll_p12_merged.bin", merged),
             ("hll_p4_dense.bin", p4),
         ]
+    },
+    // The plain encoding, and the entropy-coded one of a dense sketch it shrinks.
+    |e| {
+        let (plain, coded) = (e.to_bytes(), e.to_compressed_bytes());
+        if coded == plain { vec![plain] } else { vec![plain, coded] }
     }
 );
 distinct_count_subject!(
