@@ -23,10 +23,6 @@
 //! from the correctly rounded IEEE operations only (the standard library's `exp` and `log2`
 //! may differ between platforms by an ulp), and everything is integers from there on.
 
-use constriction::stream::Decode;
-use constriction::stream::model::ContiguousLookupDecoderModel;
-use constriction::stream::stack::DefaultAnsCoder;
-
 use super::register_sums::histogram;
 use super::registers::Shape;
 use crate::codec::{Reader, Writer, varint_len};
@@ -104,25 +100,21 @@ fn scale_by_power_of_two(x: f64, k: i32) -> f64 {
     }
 }
 
-/// The scale code of dense registers of `shape` (one byte each): `round(256·log2 λ̂) + 256·64`, clamped
-/// to `u16`, for a rough estimate `λ̂` of the items per register. The decoder recomputes it
-/// to accept only the encoder's choice, so it must come out the same on every platform: the
-/// estimate is HyperLogLog's raw one (`α·m / Σ 2^-u`, the sum exact in integers) or, while it
-/// is below `2.5` and some register is empty, linear counting (`ln(m/V)`, `V` the empty
-/// registers), and the logarithm is [`log2`], from IEEE basic operations only. Its error of a
-/// few percent costs the coder almost nothing: the model is flat near its optimum.
-pub(crate) fn code_of(registers: &[u8], shape: Shape) -> u16 {
-    code_of_counts(&byte_counts(registers), shape)
-}
-
 /// How many registers hold each byte, counted in interleaved histograms ([`histogram`]): the
 /// one pass over the registers that the scale code and the encoder read.
 fn byte_counts(registers: &[u8]) -> [u32; 256] {
     histogram::<u8, 256>(registers, usize::from)
 }
 
-/// [`code_of`] from the registers' [`byte_counts`].
-fn code_of_counts(counts: &[u32; 256], shape: Shape) -> u16 {
+/// The scale code of dense registers of `shape` (one byte each) holding `counts` of each byte:
+/// `round(256·log2 λ̂) + 256·64`, clamped to `u16`, for a rough estimate `λ̂` of the items per
+/// register. The decoder recomputes it to accept only the encoder's choice, so it must come
+/// out the same on every platform: the estimate is HyperLogLog's raw one (`α·m / Σ 2^-u`, the
+/// sum exact in integers) or, while it is below `2.5` and some register is empty, linear
+/// counting (`ln(m/V)`, `V` the empty registers), and the logarithm is [`log2`], from IEEE
+/// basic operations only. Its error of a few percent costs the coder almost nothing: the model
+/// is flat near its optimum.
+fn code_of(counts: &[u32; 256], shape: Shape) -> u16 {
     let (mut m, mut empty, mut sum) = (0u64, 0u64, 0u128);
     for (r, &n) in counts.iter().enumerate() {
         let u = (r >> shape.d) as u32;
@@ -200,9 +192,12 @@ impl Model {
         let geometric = top - 1; // L
         // e^(−λ·2^-j) for j in 0..=L: value k's absence is none[min(k, L)], and nothing above
         // u (u < L + 1) is none[u].
+        // Below 2^-20 the series to x^3 is as good as `exp` (its error x^4/24 is below 2^-84)
+        // and a tenth of the work: most of the levels, which see few of the items, take it.
         let mut none = [0.0; 64];
         for (j, slot) in none.iter_mut().enumerate().take(geometric as usize + 1) {
-            *slot = exp(-lambda * scale_by_power_of_two(1.0, -(j as i32)));
+            let x = lambda * scale_by_power_of_two(1.0, -(j as i32));
+            *slot = if x < 1.0 / 1048576.0 { 1.0 - x * (1.0 - x * (0.5 - x / 6.0)) } else { exp(-x) };
         }
         let none_of = |k: u32| none[k.min(geometric) as usize];
         let nothing_above = |u: u32| if u >= top { 1.0 } else { none[u as usize] };
@@ -257,9 +252,14 @@ fn quantize(probabilities: &[f64]) -> Vec<u16> {
     let mut sum: u32 = weights.iter().map(|&w| u32::from(w)).sum();
     let mut visited = [false; 256];
     while sum != TOTAL {
-        let Some(i) =
-            (0..weights.len()).filter(|&i| !visited[i]).max_by(|&a, &b| weights[a].cmp(&weights[b]).then(b.cmp(&a)))
-        else {
+        // The heaviest weight not visited, the first of equal ones.
+        let mut heaviest = None;
+        for (i, &w) in weights.iter().enumerate() {
+            if !visited[i] && heaviest.is_none_or(|h: usize| w > weights[h]) {
+                heaviest = Some(i);
+            }
+        }
+        let Some(i) = heaviest else {
             break;
         };
         visited[i] = true;
@@ -387,29 +387,103 @@ pub(crate) fn coded_len_bounds(m: usize) -> (usize, usize) {
     (fewest, 4 * ((m * PRECISION).div_ceil(32) + 2 * STREAMS))
 }
 
-/// Decodes `out.len()` registers (a multiple of [`STREAMS`]) coded against `model` from the
-/// coders' `words`, refusing streams that do not end exactly where the registers do.
-pub(crate) fn decode(words: [&[u32]; STREAMS], model: &Model, out: &mut [u8]) -> Result<(), DecodeError> {
-    let invalid = |reason| DecodeError::InvalidField { field: "registers", reason };
-    let lookup =
-        ContiguousLookupDecoderModel::<u16, Vec<u16>, Box<[u16]>, PRECISION>::from_nonzero_fixed_point_probabilities(
-            &model.weights,
-            false,
-        )
-        .map_err(|()| invalid("no coding model at this scale"))?;
-    let mut coders = Vec::with_capacity(STREAMS);
-    for w in words {
-        coders.push(
-            DefaultAnsCoder::from_compressed_slice(w).map_err(|_| invalid("a coded stream ending in a zero word"))?,
-        );
+/// One coder's stream being read: its words are a stack, read from the last one back, and the
+/// state the encoder left is its top one or two words.
+struct StreamReader<'a> {
+    words: &'a [u32],
+    state: u64,
+}
+
+impl<'a> StreamReader<'a> {
+    /// The stream's final state: its last word (which the encoder never leaves zero), and
+    /// the one before it when there is one.
+    fn new(words: &'a [u32]) -> Result<Self, DecodeError> {
+        let mut reader = Self { words, state: 0 };
+        if let Some(&top) = words.last() {
+            if top == 0 {
+                return Err(invalid("a coded stream ending in a zero word"));
+            }
+            reader.words = &words[..words.len() - 1];
+            reader.state = u64::from(top);
+            if let Some(next) = reader.pop() {
+                reader.state = reader.state << 32 | u64::from(next);
+            }
+        }
+        Ok(reader)
     }
+
+    fn pop(&mut self) -> Option<u32> {
+        let (&last, rest) = self.words.split_last()?;
+        self.words = rest;
+        Some(last)
+    }
+
+    /// Reads one register: the value whose range holds the state's low 14 bits (`table`),
+    /// then the state before the encoder coded it, and the word it moved out if it did (the
+    /// state is then below `2^32`).
+    ///
+    /// Whatever the words, a read word is one the encoder would have moved: while words are
+    /// left, the state is at least `2^32` (the first one has its top word, never zero, above
+    /// another, and a state that reads a word is at least `f·2^18` (below), so it becomes at
+    /// least `2^50`), and so the state read back, `⌊x/2^14⌋·f + …`, is at least `f·2^18`: the
+    /// encoder's state was at least `f·2^50` and moved out its low word. The stream the decoder
+    /// accepts (every word read, the state back to 0) is then the encoder's for the registers
+    /// it reads: a state has one coded form.
+    #[inline(always)]
+    fn get(&mut self, table: &DecodingTable) -> Result<u8, DecodeError> {
+        let slot = (self.state & u64::from(TOTAL - 1)) as u32;
+        let value = table.value_of[slot as usize];
+        let (weight, cumulative) = table.ranges[usize::from(value)];
+        let state = (self.state >> PRECISION) * u64::from(weight) + u64::from(slot - cumulative);
+        self.state = state;
+        if state < 1 << 32
+            && let Some(word) = self.pop()
+        {
+            self.state = state << 32 | u64::from(word);
+        }
+        Ok(value)
+    }
+}
+
+fn invalid(reason: &'static str) -> DecodeError {
+    DecodeError::InvalidField { field: "registers", reason }
+}
+
+/// The decoder's view of a model: the value of each of the `2^14` slots, and each value's
+/// weight and cumulative weight (its slots).
+struct DecodingTable {
+    value_of: Vec<u8>,
+    ranges: [(u32, u32); 256],
+}
+
+impl DecodingTable {
+    fn new(model: &Model) -> Self {
+        let mut value_of = vec![0u8; TOTAL as usize];
+        let mut ranges = [(0, 0); 256];
+        let mut cumulative = 0;
+        for (&value, &weight) in model.values.iter().zip(&model.weights) {
+            let weight = u32::from(weight);
+            value_of[cumulative as usize..(cumulative + weight) as usize].fill(value);
+            ranges[usize::from(value)] = (weight, cumulative);
+            cumulative += weight;
+        }
+        Self { value_of, ranges }
+    }
+}
+
+/// Decodes `out.len()` registers (a multiple of [`STREAMS`]) coded against `model` from the
+/// coders' `words` (each `constriction`'s `DefaultAnsCoder` format, which [`encode`]
+/// writes), refusing streams that do not end exactly where the registers do.
+pub(crate) fn decode(words: [&[u32]; STREAMS], model: &Model, out: &mut [u8]) -> Result<(), DecodeError> {
+    let table = DecodingTable::new(model);
+    let [w0, w1, w2, w3] = words;
+    let mut readers = [StreamReader::new(w0)?, StreamReader::new(w1)?, StreamReader::new(w2)?, StreamReader::new(w3)?];
     for chunk in out.chunks_exact_mut(STREAMS) {
-        for (coder, slot) in coders.iter_mut().zip(chunk) {
-            let s = coder.decode_symbol(&lookup).map_err(|_| invalid("not a coded stream"))?;
-            *slot = *model.values.get(s).ok_or(invalid("not a coded stream"))?;
+        for (reader, slot) in readers.iter_mut().zip(chunk) {
+            *slot = reader.get(&table)?;
         }
     }
-    if !coders.iter().all(|c| c.is_empty()) {
+    if !readers.iter().all(|r| r.state == 0 && r.words.is_empty()) {
         return Err(invalid("a coded stream longer than its registers"));
     }
     Ok(())
@@ -430,7 +504,7 @@ impl Coded {
     /// registers all sit at the lowest indices (its streams end in runs that cost no bits).
     pub(crate) fn of(registers: &[u8], shape: Shape, plain_len: usize) -> Option<Self> {
         let counts = byte_counts(registers);
-        let code = code_of_counts(&counts, shape);
+        let code = code_of(&counts, shape);
         let streams = encode(registers, &counts, &Model::new(shape, code))?;
         let coded = Self { code, streams };
         let (fewest, most) = coded_len_bounds(registers.len());
@@ -459,7 +533,11 @@ impl Coded {
     /// length is checked before anything is allocated, and only what [`of`](Self::of) writes
     /// for a plain encoding of `plain_len` bytes is accepted: the scale of the decoded
     /// registers and a shorter length. The caller validates the registers themselves.
-    pub(crate) fn read(r: &mut Reader<'_>, shape: Shape, plain_len: usize) -> Result<Vec<u8>, DecodeError> {
+    pub(crate) fn read(
+        r: &mut Reader<'_>,
+        shape: Shape,
+        plain_len: usize,
+    ) -> Result<(Vec<u8>, [u32; 256]), DecodeError> {
         let too_long = DecodeError::InvalidField { field: "coded length", reason: "not what the registers can take" };
         let code = u16::from_le_bytes(r.array::<2>()?);
         let (fewest, most) = coded_len_bounds(shape.registers());
@@ -490,13 +568,14 @@ impl Coded {
         }
         let mut out = vec![0u8; shape.registers()];
         decode(parts, &Model::new(shape, code), &mut out)?;
-        if code != code_of(&out, shape) || len >= plain_len {
+        let counts = byte_counts(&out);
+        if code != code_of(&counts, shape) || len >= plain_len {
             return Err(DecodeError::InvalidField {
                 field: "coded registers",
                 reason: "not as the encoder writes them",
             });
         }
-        Ok(out)
+        Ok((out, counts))
     }
 }
 
@@ -528,7 +607,7 @@ mod tests {
         assert_eq!((log2(1.0), log2(1024.0), log2(0.5)), (0.0, 10.0, -1.0));
         assert_eq!(log2(3.0).to_bits(), 0x3FF9_5C01_A39F_BD68);
         // Empty registers: no scale; all at one value: the raw estimate.
-        assert_eq!(code_of(&[0; 64], Shape { p: 6, t: 0, d: 2 }), 0);
+        assert_eq!(code_of(&byte_counts(&[0; 64]), Shape { p: 6, t: 0, d: 2 }), 0);
     }
 
     /// Our logarithm against the standard library's, to a few ulps, over the whole range.
@@ -548,6 +627,7 @@ mod tests {
     fn constriction_words(registers: &[u8], model: &Model) -> [Vec<u32>; STREAMS] {
         use constriction::stream::Encode;
         use constriction::stream::model::ContiguousCategoricalEntropyModel;
+        use constriction::stream::stack::DefaultAnsCoder;
         let coding =
             ContiguousCategoricalEntropyModel::<u16, Vec<u16>, PRECISION>::from_nonzero_fixed_point_probabilities(
                 &model.weights,
@@ -598,6 +678,22 @@ mod tests {
                 };
                 let ours = encode(&registers, &byte_counts(&registers), &model).expect("valid registers");
                 assert_eq!(ours, constriction_words(&registers, &model), "p {p}, d {d}, code {code}, trial {trial}");
+                let mut decoded = vec![0u8; registers.len()];
+                decode(std::array::from_fn(|i| &ours[i][..]), &model, &mut decoded).expect("its own words");
+                assert_eq!(decoded, registers);
+                // A word changed, dropped or added: refused, or read as registers whose
+                // encoding is exactly those words (one coded form a state).
+                let mut words = ours.clone();
+                let stream = rng.random_range(0..STREAMS);
+                let at = rng.random_range(0..=words[stream].len());
+                match rng.random_range(0..3) {
+                    0 if at < words[stream].len() => words[stream][at] ^= 1 << rng.random_range(0..32),
+                    1 if at < words[stream].len() => drop(words[stream].remove(at)),
+                    _ => words[stream].insert(at, rng.random()),
+                }
+                if decode(std::array::from_fn(|i| &words[i][..]), &model, &mut decoded).is_ok() {
+                    assert_eq!(encode(&decoded, &byte_counts(&decoded), &model), Some(words));
+                }
             }
             let mut registers = vec![0u8; shape.registers()];
             registers[1] = 255;
