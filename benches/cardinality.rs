@@ -564,7 +564,8 @@ fn bench_bytes(c: &mut Criterion) {
 
 /// UltraLogLog's entropy-coded encoding against its plain one and against DataSketches' CPC
 /// (which is always compressed), at the same precision (`lg_k`), each over 100·m distinct
-/// items: a sketch far past its sparse mode, as stored in a warehouse.
+/// items: a sketch far past its sparse mode, as stored in a warehouse. HyperLogLog's coded and
+/// plain encodings beside them.
 fn bench_ull_compressed(c: &mut Criterion) {
     for p in [10_u8, 12, 14] {
         let cfg = format!("p{p}");
@@ -573,17 +574,25 @@ fn bench_ull_compressed(c: &mut Criterion) {
         ull.observe_all(0..n);
         let mut cpc = CpcSketch::new(p).expect("a precision");
         (0..n).for_each(|i| cpc.update(i));
+        let mut hll = HyperLogLog::new(p).expect("a precision");
+        hll.observe_all(0..n);
         let (plain, coded, theirs) = (ull.to_bytes(), ull.to_compressed_bytes(), cpc.serialize());
+        let (hll_plain, hll_coded) = (hll.to_bytes(), hll.to_compressed_bytes());
         eprintln!(
-            "serialized sizes p{p}: UltraLogLog plain {} B, compressed {} B; CPC {} B",
+            "serialized sizes p{p}: UltraLogLog plain {} B, compressed {} B; CPC {} B; \
+             HyperLogLog plain {} B, compressed {} B",
             plain.len(),
             coded.len(),
-            theirs.len()
+            theirs.len(),
+            hll_plain.len(),
+            hll_coded.len()
         );
         let mut g = small_group(c, "ull_compressed/encode");
         g.bench_function(id(&cfg, "synopses_compressed"), |b| b.iter(|| black_box(&ull).to_compressed_bytes()));
         g.bench_function(id(&cfg, "synopses_plain"), |b| b.iter(|| black_box(&ull).to_bytes()));
         g.bench_function(id(&cfg, "datasketches_cpc"), |b| b.iter(|| black_box(&cpc).serialize()));
+        g.bench_function(id(&cfg, "synopses_hll_compressed"), |b| b.iter(|| black_box(&hll).to_compressed_bytes()));
+        g.bench_function(id(&cfg, "synopses_hll_plain"), |b| b.iter(|| black_box(&hll).to_bytes()));
         g.finish();
         let mut g = small_group(c, "ull_compressed/decode");
         g.bench_function(id(&cfg, "synopses_compressed"), |b| {
@@ -594,6 +603,12 @@ fn bench_ull_compressed(c: &mut Criterion) {
         });
         g.bench_function(id(&cfg, "datasketches_cpc"), |b| {
             b.iter(|| CpcSketch::deserialize(black_box(&theirs)).expect("valid"))
+        });
+        g.bench_function(id(&cfg, "synopses_hll_compressed"), |b| {
+            b.iter(|| HyperLogLog::from_bytes(black_box(&hll_coded)).expect("valid"))
+        });
+        g.bench_function(id(&cfg, "synopses_hll_plain"), |b| {
+            b.iter(|| HyperLogLog::from_bytes(black_box(&hll_plain)).expect("valid"))
         });
         g.finish();
     }

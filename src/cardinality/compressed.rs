@@ -115,15 +115,14 @@ fn byte_counts(registers: &[u8]) -> [u32; 256] {
 /// basic operations only. Its error of a few percent costs the coder almost nothing: the model
 /// is flat near its optimum.
 fn code_of(counts: &[u32; 256], shape: Shape) -> u16 {
-    let (mut m, mut empty, mut sum) = (0u64, 0u64, 0u128);
+    // Registers by maximum u (at most 63), then Σ 2^(64−u) over them: at most 2^26
+    // registers, so the sum stays below 2^91.
+    let mut by_maximum = [0u64; 64];
     for (r, &n) in counts.iter().enumerate() {
-        let u = (r >> shape.d) as u32;
-        m += u64::from(n);
-        empty += if u == 0 { u64::from(n) } else { 0 };
-        // u ≤ 63 and at most 2^26 registers: the sum stays below 2^91.
-        sum += u128::from(n) << (64 - u.min(64));
+        by_maximum[(r >> shape.d) & 63] += u64::from(n);
     }
-    let m = m as f64;
+    let sum: u128 = by_maximum.iter().enumerate().map(|(u, &n)| u128::from(n) << (64 - u)).sum();
+    let (m, empty) = (by_maximum.iter().sum::<u64>() as f64, by_maximum[0]);
     let inverse_sum = m / (sum as f64 / scale_by_power_of_two(1.0, 64));
     let raw = 0.7213 / (1.0 + 1.079 / m) * inverse_sum;
     let lambda = if raw < 2.5 && empty > 0 { (log2(m) - log2(empty as f64)) * std::f64::consts::LN_2 } else { raw };
@@ -190,22 +189,26 @@ impl Model {
         let lambda = lambda_of(code);
         let top = shape.max_value(); // L + 1, at most 62
         let geometric = top - 1; // L
-        // e^(−λ·2^-j) for j in 0..=L: value k's absence is none[min(k, L)], and nothing above
+        // A value u ≥ 1 whose probability is below 2^-16 takes the least weight, 1, whatever
+        // it is (1 + ⌊p·(2^14 − n)⌋), so only the others are computed, the same to the bit:
+        // those seen by at least 2^-16 items on average (`x_u = λ·2^-u`, the geometric tail
+        // counting as level L) and not so often that a value above them is sure (`x_u < 40`:
+        // then nothing above u occurs with probability e^-40). They, the values in their
+        // history (`x_v ≤ 4·x_u`) and the empty register read e^(−x_j), so only these are
+        // computed: two dozen levels instead of every one.
+        let x = |j: u32| lambda * scale_by_power_of_two(1.0, -(j as i32));
+        let matters = |u: u32| (u >= top || x(u) < 40.0) && x(u.min(geometric)) > 1.0 / 65536.0;
+        // e^(−x_j) for j in 0..=L: value k's absence is none[min(k, L)], and nothing above
         // u (u < L + 1) is none[u].
-        // Below 2^-20 the series to x^3 is as good as `exp` (its error x^4/24 is below 2^-84)
-        // and a tenth of the work: most of the levels, which see few of the items, take it.
         let mut none = [0.0; 64];
         for (j, slot) in none.iter_mut().enumerate().take(geometric as usize + 1) {
-            let x = lambda * scale_by_power_of_two(1.0, -(j as i32));
-            *slot = if x < 1.0 / 1048576.0 { 1.0 - x * (1.0 - x * (0.5 - x / 6.0)) } else { exp(-x) };
+            let x = x(j as u32);
+            if j == 0 || (x < 160.0 && x > 1.0 / 65536.0) {
+                *slot = exp(-x);
+            }
         }
         let none_of = |k: u32| none[k.min(geometric) as usize];
         let nothing_above = |u: u32| if u >= top { 1.0 } else { none[u as usize] };
-        // Each value's chance to have occurred, `q_v = 1 − none(v)`, once.
-        let mut seen = [0.0; 64];
-        for (v, slot) in seen.iter_mut().enumerate().take(top as usize + 1) {
-            *slot = 1.0 - none_of(v as u32);
-        }
         let mut values = Vec::with_capacity(256);
         let mut probabilities = Vec::with_capacity(256);
         for r in 0..=255u64 {
@@ -215,12 +218,14 @@ impl Model {
             let (u, h) = ((r >> shape.d) as u32, r & shape.history_mask());
             let p = if u == 0 {
                 none[0]
+            } else if !matters(u) {
+                0.0
             } else {
-                let mut p = seen[u as usize] * nothing_above(u);
+                let mut p = (1.0 - none_of(u)) * nothing_above(u);
                 if shape.d == 2 {
                     for (bit, v) in [(2, u.wrapping_sub(1)), (1, u.wrapping_sub(2))] {
                         if (1..u).contains(&v) {
-                            p *= if h & bit != 0 { seen[v as usize] } else { none_of(v) };
+                            p *= if h & bit != 0 { 1.0 - none_of(v) } else { none_of(v) };
                         }
                     }
                 }
@@ -703,8 +708,35 @@ mod tests {
         }
     }
 
-    /// Every model's weights are whole: at least 1, at most the cap, summing to 2^14, for every
-    /// precision and scale.
+    /// Each valid register's probability at scale `code`, straight from the definition (every
+    /// level's `e^(−x)`, no value skipped): what the model's weights must quantize.
+    fn probabilities(shape: Shape, code: u16) -> Vec<f64> {
+        let lambda = lambda_of(code);
+        let (top, geometric) = (shape.max_value(), shape.max_value() - 1);
+        let none = |k: u32| exp(-lambda * scale_by_power_of_two(1.0, -(k.min(geometric) as i32)));
+        (0..=255u64)
+            .filter(|&r| shape.is_valid(r))
+            .map(|r| {
+                let (u, h) = ((r >> shape.d) as u32, r & shape.history_mask());
+                if u == 0 {
+                    return none(0);
+                }
+                let mut p = (1.0 - none(u)) * if u >= top { 1.0 } else { none(u) };
+                if shape.d == 2 {
+                    for (bit, v) in [(2, u.wrapping_sub(1)), (1, u.wrapping_sub(2))] {
+                        if (1..u).contains(&v) {
+                            p *= if h & bit != 0 { 1.0 - none(v) } else { none(v) };
+                        }
+                    }
+                }
+                p
+            })
+            .collect()
+    }
+
+    /// Every model's weights are whole (at least 1, at most the cap, summing to 2^14) and
+    /// exactly those of the registers' probabilities computed in full, for every precision and
+    /// scale: the values the model skips would all have had weight 1.
     #[test]
     fn every_model_is_a_valid_coding_model() {
         for (p, d) in (3..=26u8).map(|p| (p, 2)).chain((4..=18).map(|p| (p, 0))) {
@@ -715,6 +747,11 @@ mod tests {
                 assert_eq!(sum, TOTAL, "p {p}, d {d}, code {code}");
                 assert!(model.weights.iter().all(|&w| w >= 1 && u32::from(w) <= MAX_WEIGHT));
                 assert_eq!(model.values.len(), (0..256).filter(|&r| shape.is_valid(r)).count());
+                // Every scale where the two would cost a minute; one in 7 (coprime with the 256
+                // steps of an octave, so every fraction of an octave and every octave is met).
+                if code % 7 == 0 {
+                    assert_eq!(model.weights, quantize(&probabilities(shape, code)), "p {p}, d {d}, code {code}");
+                }
             }
         }
     }
