@@ -13,9 +13,16 @@
 //!
 //! (`e^(−λ·2^-u)` is the chance that no value above `u` occurred; `v = u − 1, u − 2`, when at
 //! least 1). The encoder writes `λ` quantized to 1/256 of an octave (from a rough estimate the
-//! registers give, [`code_of`]), and codes the registers against that distribution with an
-//! asymmetric-numeral-systems coder ([`constriction`]), at about the registers' entropy: 4 bits
+//! registers give, [`code_of`]), and codes the registers against that distribution with four
+//! interleaved range asymmetric-numeral-systems coders, at about the registers' entropy: 4 bits
 //! a register where `n ≫ m` instead of 8.
+//!
+//! The coders' words are those of the `constriction` crate's `DefaultAnsCoder` (64-bit state,
+//! 32-bit words, 14-bit weights), and the tests check both ways, word for word, against it. We
+//! code them ourselves because its encoder divides the state by the symbol's weight at every
+//! symbol, 3.2 ns a register here, where [`EncoderSymbol`]'s multiply by a reciprocal takes
+//! 1.5; and our decoder reads a byte table filled by ranges instead of building its 16 Ki-entry
+//! lookup model (1.3 against 1.5 ns a register, and 0.4 against 0.9 µs a table).
 //!
 //! The decoder computes the same distribution from the same code, and checks that the code is
 //! the one the encoder derives from the decoded registers, so both must come out the same to
