@@ -1,6 +1,7 @@
-//! Accuracy per byte after a merge: UltraLogLog (plain and compressed) and ExaLogLog against DataSketches' HLL_4,
-//! HLL_6, HLL_8 and CPC (and our HyperLogLog, whose encoding packs 6 bits per register: a fair
-//! HLL_6 too), measured side by side in one run.
+//! Accuracy per byte after a merge: UltraLogLog (plain and compressed) and ExaLogLog against
+//! DataSketches' HLL_4, HLL_6, HLL_8 and CPC (and our HyperLogLog, whose encoding packs 6 bits
+//! per register: a fair HLL_6 too, and its compressed encoding), measured side by side in one
+//! run.
 //!
 //! ```text
 //! cargo run --release -p synopses-benches --example per_byte                  # 1000 trials, about a minute
@@ -61,6 +62,7 @@ enum Kind {
     UltraLogLogCompressed,
     ExaLogLog,
     HyperLogLog,
+    HyperLogLogCompressed,
     Hll4,
     Hll6,
     Hll8,
@@ -68,11 +70,12 @@ enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 8] = [
+    const ALL: [Kind; 9] = [
         Kind::UltraLogLog,
         Kind::UltraLogLogCompressed,
         Kind::ExaLogLog,
         Kind::HyperLogLog,
+        Kind::HyperLogLogCompressed,
         Kind::Hll4,
         Kind::Hll6,
         Kind::Hll8,
@@ -85,6 +88,7 @@ impl Kind {
             Kind::UltraLogLogCompressed => "synopses UltraLogLog, to_compressed_bytes",
             Kind::ExaLogLog => "synopses ExaLogLog (t=2, d=20)",
             Kind::HyperLogLog => "synopses HyperLogLog",
+            Kind::HyperLogLogCompressed => "synopses HyperLogLog, to_compressed_bytes",
             Kind::Hll4 => "datasketches HLL_4",
             Kind::Hll6 => "datasketches HLL_6",
             Kind::Hll8 => "datasketches HLL_8",
@@ -112,7 +116,7 @@ impl Kind {
             (Kind::HyperLogLog | Kind::Hll6, _) => 6.0 * HLL,
             (Kind::Hll4, _) => 4.0 * HLL,
             (Kind::Hll8, _) => 8.0 * HLL,
-            (Kind::Cpc | Kind::UltraLogLogCompressed, _) => return None,
+            (Kind::Cpc | Kind::UltraLogLogCompressed | Kind::HyperLogLogCompressed, _) => return None,
         };
         // In memory ours hold a byte (UltraLogLog, HyperLogLog) or 32 bits (ExaLogLog).
         Some(match (self, memory) {
@@ -166,14 +170,15 @@ fn merged(kind: Kind, p: u8, trial: u64) -> Result<Vec<Reading>, Box<dyn Error>>
             assert!(a.martingale_estimate().is_none(), "a merged sketch answers from its registers");
             one("ML", a.estimate(), a.to_bytes().len(), a.size_in_bytes())
         }
-        Kind::HyperLogLog => {
+        Kind::HyperLogLog | Kind::HyperLogLogCompressed => {
             let mut a = HyperLogLog::new(p)?;
             let mut b = HyperLogLog::new(p)?;
             a.observe_all(left);
             b.observe_all(right);
             a.merge(&b)?;
             assert!(a.martingale_estimate().is_none(), "a merged sketch answers from its registers");
-            one("Ertl", a.estimate(), a.to_bytes().len(), a.size_in_bytes())
+            let serialized = if kind == Kind::HyperLogLog { a.to_bytes().len() } else { a.to_compressed_bytes().len() };
+            one("Ertl", a.estimate(), serialized, a.size_in_bytes())
         }
         Kind::Hll4 | Kind::Hll6 | Kind::Hll8 => {
             let t = match kind {
@@ -503,8 +508,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         // Not claims, for the record: the same comparisons under the other measures.
         let ours_hll = pick(Kind::HyperLogLog, ser, "Ertl")?;
         let cpc = pick(Kind::Cpc, ser, "ICON")?;
+        let ours_hll_coded = pick(Kind::HyperLogLogCompressed, ser, "Ertl")?;
         for (name, a, b) in [
             ("UltraLogLog (ML) vs synopses HyperLogLog (6-bit encoding)", ull, ours_hll),
+            ("HyperLogLog compressed vs synopses HyperLogLog (6-bit encoding)", ours_hll_coded, ours_hll),
+            ("HyperLogLog compressed vs datasketches HLL_4", ours_hll_coded, hlls[0]),
             ("UltraLogLog (FGRA) vs datasketches HLL_4", pick(Kind::UltraLogLog, ser, "FGRA")?, hlls[0]),
             ("ExaLogLog (ML) vs synopses HyperLogLog (6-bit encoding)", ell, ours_hll),
             ("ExaLogLog (ML) vs CPC (ICON)", ell, cpc),
