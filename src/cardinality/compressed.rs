@@ -300,7 +300,6 @@ fn quantize(probabilities: &[f64]) -> Vec<u16> {
 /// little to carry a remainder of at most `(f−1)/f` past the next integer; and the sum is
 /// below `2^(50+s) − 2^s/f + f/2^14 ≤ 2^64`, so it fits a word.
 #[derive(Clone, Copy, Default)]
-#[repr(align(32))]
 struct EncoderSymbol {
     /// `f·2^50`: a state at or above it first moves its low word out.
     spill_at: u64,
