@@ -2,7 +2,7 @@
 //! memory-variance product of each estimator, over `n` from `10·m` to `1000·m`.
 //!
 //! ```text
-//! cargo run --release -p synopses-benches --example compressed_products            # 1000 trials, about two minutes
+//! cargo run --release -p synopses-benches --example compressed_products            # 1000 trials, about a minute
 //! cargo run --release -p synopses-benches --example compressed_products -- 300
 //! ```
 //!
