@@ -563,13 +563,14 @@ fn bench_bytes(c: &mut Criterion) {
 }
 
 /// UltraLogLog's entropy-coded encoding against its plain one and against DataSketches' CPC
-/// (which is always compressed), at the same precision (`lg_k`), each over 100·m distinct
-/// items: a sketch far past its sparse mode, as stored in a warehouse. HyperLogLog's coded and
-/// plain encodings beside them.
+/// (which is always compressed), at the same precision (`lg_k`): over 100·m distinct items, a
+/// sketch far past its sparse mode, as stored in a warehouse (`p10` to `p14`); and over 100,
+/// 1000 and 3000 items at p = 14, sparse sketches whose entries are gap-coded
+/// (`p14_n100` ...). HyperLogLog's coded and plain encodings beside them.
 fn bench_ull_compressed(c: &mut Criterion) {
-    for p in [10_u8, 12, 14] {
-        let cfg = format!("p{p}");
-        let n = 100_u64 << p;
+    let dense = [10_u8, 12, 14].map(|p| (p, 100_u64 << p, format!("p{p}")));
+    let sparse = [100_u64, 1000, 3000].map(|n| (14, n, format!("p14_n{n}")));
+    for (p, n, cfg) in dense.into_iter().chain(sparse) {
         let mut ull = UltraLogLog::new(p).expect("a precision");
         ull.observe_all(0..n);
         let mut cpc = CpcSketch::new(p).expect("a precision");
@@ -579,7 +580,7 @@ fn bench_ull_compressed(c: &mut Criterion) {
         let (plain, coded, theirs) = (ull.to_bytes(), ull.to_compressed_bytes(), cpc.serialize());
         let (hll_plain, hll_coded) = (hll.to_bytes(), hll.to_compressed_bytes());
         eprintln!(
-            "serialized sizes p{p}: UltraLogLog plain {} B, compressed {} B; CPC {} B; \
+            "serialized sizes {cfg}: UltraLogLog plain {} B, compressed {} B; CPC {} B; \
              HyperLogLog plain {} B, compressed {} B",
             plain.len(),
             coded.len(),

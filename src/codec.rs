@@ -81,7 +81,7 @@ pub const MAGIC: [u8; 2] = *b"SY";
 /// ```
 pub const FORMAT_VERSION: u8 = 1;
 
-const HEADER_LEN: usize = 4;
+pub(crate) const HEADER_LEN: usize = 4;
 const CHECKSUM_LEN: usize = 8;
 const CHECKSUM_SEED: u64 = 0;
 
@@ -519,6 +519,12 @@ impl<'a> Reader<'a> {
         let (head, tail) = self.rest.split_at(n);
         self.rest = tail;
         Ok(head)
+    }
+
+    /// What is left of the body, without taking it: for a reader that learns its length as it
+    /// reads (a bit stream), and then [`take`](Self::take)s what it used.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        self.rest
     }
 
     /// The next `N` bytes as an array.

@@ -539,14 +539,18 @@ fn estimates_are_pinned() -> TestResult {
 }
 
 /// HyperLogLog's entropy-coded encoding (`to_compressed_bytes`), pinned like UltraLogLog's
-/// below, for one stream (martingale kept, default seed left out) and a merge of a seed.
+/// below, for one stream (martingale kept, default seed left out), a merge of a seed and a
+/// sparse sketch (its entries gap-coded).
 #[test]
 fn compressed_hyperloglog_bytes_are_pinned() -> TestResult {
     let one = hll(12, DEFAULT_SEED, 0..100_000)?;
     let mut merged = hll(10, 7, 0..60_000)?;
     merged.merge(&hll(10, 7, 40_000..100_000)?)?;
-    let pinned: [(u64, usize); 2] = [(1393215662736525524, 1476), (11688208785863228198, 396)];
-    for (sketch, (digest, len)) in [one, merged].iter().zip(pinned) {
+    let sparse = hll(12, DEFAULT_SEED, 0..500)?;
+    assert!(sparse.is_sparse());
+    let pinned: [(u64, usize); 3] =
+        [(1393215662736525524, 1476), (11688208785863228198, 396), (13559301128779491312, 1305)];
+    for (sketch, (digest, len)) in [one, merged, sparse].iter().zip(pinned) {
         let bytes = sketch.to_compressed_bytes();
         assert!(bytes.len() < sketch.to_bytes().len(), "the coded form is the smaller");
         assert_eq!((xxh3_64_with_seed(&bytes, 0), bytes.len()), (digest, len), "{sketch:?}");
@@ -556,9 +560,10 @@ fn compressed_hyperloglog_bytes_are_pinned() -> TestResult {
 }
 
 /// UltraLogLog's entropy-coded encoding (`to_compressed_bytes`), pinned by length and digest
-/// for a sketch of one stream (martingale kept), a merged one and a small one: a change to the
-/// register model, the exponential it is computed with, the quantization of its weights or the
-/// coder changes these bytes, and would leave stored sketches undecodable.
+/// for a sketch of one stream (martingale kept), a merged one, a small one and a sparse one
+/// (its entries gap-coded): a change to the register model, the exponential it is computed
+/// with, the quantization of its weights, the coder or the entries' code changes these bytes,
+/// and would leave stored sketches undecodable.
 #[test]
 fn compressed_ultraloglog_bytes_are_pinned() -> TestResult {
     let mut one = UltraLogLog::new(10)?;
@@ -570,9 +575,16 @@ fn compressed_ultraloglog_bytes_are_pinned() -> TestResult {
     merged.merge(&half)?;
     let mut small = UltraLogLog::with_seed(8, 42)?;
     small.observe_all(0..300_u64);
-    let pinned: [(u64, usize); 3] =
-        [(3736186757615039181, 552), (681070941428406136, 2073), (10632657697645861243, 144)];
-    for (sketch, (digest, len)) in [one, merged, small].iter().zip(pinned) {
+    let mut sparse = UltraLogLog::with_seed(14, 3)?;
+    sparse.observe_all(0..1_000_u64);
+    assert!(sparse.is_sparse());
+    let pinned: [(u64, usize); 4] = [
+        (3736186757615039181, 552),
+        (681070941428406136, 2073),
+        (10632657697645861243, 144),
+        (10941741779291806994, 2481),
+    ];
+    for (sketch, (digest, len)) in [one, merged, small, sparse].iter().zip(pinned) {
         let bytes = sketch.to_compressed_bytes();
         assert!(bytes.len() < sketch.to_bytes().len(), "the coded form is the smaller");
         assert_eq!((xxh3_64_with_seed(&bytes, 0), bytes.len()), (digest, len), "{sketch:?}");

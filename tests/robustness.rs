@@ -659,8 +659,9 @@ fn precision_outside_4_to_18_is_an_invalid_field() -> TestResult {
 
 #[test]
 fn unknown_flag_bits_are_an_invalid_field() -> TestResult {
-    // Bit 2 (coded) needs bit 0 (dense), bit 3 (default seed) needs bit 2; bits 4 to 7 are unknown.
-    for flags in [0b100u8, 0b110, 0b1000, 0b1001, 0x10, 0x11, 0x80, 0xF0, 0xFF] {
+    // A sparse sketch (bit 0 clear) has no martingale (bit 1), coded (bit 2) or not; bit 3
+    // (default seed) needs bit 2; bits 4 to 7 are unknown.
+    for flags in [0b010u8, 0b110, 0b1000, 0b1001, 0x10, 0x11, 0x80, 0xF0, 0xFF] {
         let mut body = hll_head(12, flags, 0, None);
         body.extend_from_slice(&0u32.to_le_bytes());
         let r = HyperLogLog::from_bytes(&envelope(HLL, &body));
@@ -2479,8 +2480,11 @@ fn coded_ultraloglog_fields_are_validated() -> TestResult {
     let mut ell_body = common::body(&ell.to_bytes()).to_vec();
     ell_body[3] |= 4;
     assert!(is_invalid_field(&ExaLogLog::from_bytes(&envelope(ELL, &ell_body)), "flags"));
+    // The sparse flag on coded registers: read as coded entries, and refused.
     let mut sparse = body.clone();
     sparse[1] = 2 | 4;
+    assert!(UltraLogLog::from_bytes(&envelope(ULL, &sparse)).is_err());
+    sparse[1] = 1 | 2 | 4;
     assert!(is_invalid_field(&UltraLogLog::from_bytes(&envelope(ULL, &sparse)), "flags"));
     // A 24-byte body claiming 2^26 registers: refused as a field, allocating nothing large.
     let mut huge = vec![26_u8, 4 | 8];
@@ -2491,5 +2495,73 @@ fn coded_ultraloglog_fields_are_validated() -> TestResult {
     let (r, largest, _) = measured(|| UltraLogLog::from_bytes(&bytes));
     assert!(is_invalid_field(&r, "coded length"), "{r:?}");
     assert!(largest <= bytes.len(), "allocated {largest} bytes for a {}-byte input", bytes.len());
+    Ok(())
+}
+
+/// The gap-coded entries of a sparse sketch (`to_compressed_bytes`, flags sparse and coded):
+/// a count above the sparse limit or beyond what the bits can hold is refused before anything
+/// is allocated; a martingale, a written-out default seed, set padding bits and a coded form no
+/// shorter than the plain one are refused; every changed byte gives an error or another sketch.
+#[test]
+fn coded_sparse_entries_are_validated() -> TestResult {
+    let mut ull = UltraLogLog::new(12)?;
+    ull.observe_all(0..300_u64);
+    let mut hll = HyperLogLog::new(12)?;
+    hll.observe_all(0..300_u64);
+    assert!(ull.is_sparse() && hll.is_sparse());
+    let (ull_coded, hll_coded) = (ull.to_compressed_bytes(), hll.to_compressed_bytes());
+    assert!(ull_coded.len() < ull.to_bytes().len() * 3 / 4 && hll_coded.len() < hll.to_bytes().len() * 3 / 4);
+    assert_eq!(UltraLogLog::from_bytes(&ull_coded)?, ull);
+    assert_eq!(HyperLogLog::from_bytes(&hll_coded)?, hll);
+    // UltraLogLog: precision, flags (sparse, coded, default seed), count (varint), stream.
+    let body = common::body(&ull_coded).to_vec();
+    assert_eq!(&body[..4], &[12, 2 | 4 | 8, 0xAC, 0x02]); // 300 entries
+    let with = |head: &[u8], rest: &[u8]| envelope(ULL, &[head, rest].concat());
+    for (what, bytes, field) in [
+        ("a count above the limit", with(&[12, 2 | 4 | 8, 0x81, 0x06], &body[4..]), "sparse count"), // 769
+        ("a martingale", with(&[12, 1 | 2 | 4 | 8], &body[2..]), "flags"),
+        (
+            "the default seed written out",
+            with(&[&[12, 2 | 4][..], &DEFAULT_SEED.to_le_bytes()].concat(), &body[2..]),
+            "seed",
+        ),
+    ] {
+        let r = UltraLogLog::from_bytes(&bytes);
+        assert!(is_invalid_field(&r, field), "{what}: {r:?}");
+    }
+    // A count of as many entries as the limit allows, in a few bytes: refused before the loop.
+    let claim = with(&[12, 2 | 4 | 8, 0x80, 0x06], &[0; 16]); // 768 entries (the limit) in 128 bits
+    let (r, largest, _) = measured(|| UltraLogLog::from_bytes(&claim));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    assert!(largest <= claim.len(), "allocated {largest} bytes for a {}-byte input", claim.len());
+    // Padding bits set in the last byte, or a byte more: refused.
+    let mut padded = body.clone();
+    *padded.last_mut().ok_or("a stream")? |= 0x80;
+    let r = UltraLogLog::from_bytes(&envelope(ULL, &padded));
+    assert!(r.is_err() && r != Ok(ull.clone()), "{r:?}");
+    assert!(matches!(UltraLogLog::from_bytes(&with(&body, &[0])), Err(DecodeError::TrailingBytes(1))));
+    // Every byte changed: an error, or a sketch of other entries.
+    for at in 2..body.len() {
+        let mut b = body.clone();
+        b[at] ^= 0x5A;
+        if let Ok(other) = UltraLogLog::from_bytes(&envelope(ULL, &b)) {
+            assert_ne!(other, ull);
+        }
+    }
+    // HyperLogLog: precision, flags (coded, default seed; sparse: bit 0 clear), count, stream.
+    let body = common::body(&hll_coded).to_vec();
+    assert_eq!(&body[..2], &[12, 4 | 8]);
+    let mut with_martingale = body[..2].to_vec();
+    with_martingale[1] |= 2;
+    with_martingale.extend_from_slice(&3.0_f64.to_bits().to_le_bytes());
+    with_martingale.extend_from_slice(&body[2..]);
+    assert!(is_invalid_field(&HyperLogLog::from_bytes(&envelope(HLL, &with_martingale)), "flags"));
+    for at in 2..body.len() {
+        let mut b = body.clone();
+        b[at] ^= 0x5A;
+        if let Ok(other) = HyperLogLog::from_bytes(&envelope(HLL, &b)) {
+            assert_ne!(other, hll);
+        }
+    }
     Ok(())
 }

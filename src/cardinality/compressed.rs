@@ -32,6 +32,7 @@
 
 use super::register_sums::histogram;
 use super::registers::Shape;
+use super::sparse::CodedEntries;
 use crate::codec::{Reader, Writer, varint_len};
 use crate::core::DecodeError;
 
@@ -316,16 +317,25 @@ struct EncoderSymbol {
 
 impl EncoderSymbol {
     fn new(weight: u32, cumulative: u32) -> Self {
-        let f = u128::from(weight);
         let shift = u32::BITS - (weight - 1).leading_zeros();
-        let reciprocal = ((1u128 << (64 + shift)).div_ceil(f) - (1u128 << 64)) as u64;
         Self {
             spill_at: u64::from(weight) << (64 - PRECISION),
-            reciprocal,
+            reciprocal: Self::reciprocal(weight, shift),
             complement: TOTAL - weight,
             cumulative,
             shift,
         }
+    }
+
+    /// `r = ⌈2^(64+s)/f⌉ − 2^64` for `f = weight ≤ 2^14`, `s = ⌈log2 f⌉`: with `a = 2^s − f`
+    /// (below `f`), `2^(64+s)/f = 2^64 + a·2^64/f`, so `r = ⌈a·2^64/f⌉`, by long division in
+    /// two 32-bit digits (each remainder below `f`, so every step fits 64 bits; measured 5.7
+    /// against 10.8 ns for one division of `u128`s).
+    fn reciprocal(weight: u32, shift: u32) -> u64 {
+        let (f, a) = (u64::from(weight), (1u64 << shift) - u64::from(weight));
+        let (high, rest) = ((a << 32) / f, (a << 32) % f);
+        let (low, rest) = ((rest << 32) / f, (rest << 32) % f);
+        (high << 32) + low + u64::from(rest != 0)
     }
 
     /// Codes the symbol onto `state`, moving the state's low word to `out[*at]` first when it
@@ -501,6 +511,39 @@ pub(crate) fn decode(words: [&[u32]; STREAMS], model: &Model, out: &mut [u8]) ->
     Ok(())
 }
 
+/// What a compressed encoding holds after its flags, seed and martingale: a dense sketch's
+/// registers entropy-coded, or a sparse sketch's entries gap-coded
+/// ([`CodedEntries`](super::sparse::CodedEntries)).
+pub(crate) enum Compressed {
+    /// A dense sketch's registers.
+    Registers(Coded),
+    /// A sparse sketch's entries.
+    Entries(CodedEntries),
+}
+
+impl Compressed {
+    /// The bytes [`write`](Self::write) writes.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::Registers(coded) => coded.len(),
+            Self::Entries(coded) => coded.len(),
+        }
+    }
+
+    /// Writes the coded registers or entries.
+    pub(crate) fn write(&self, w: &mut Writer) {
+        match self {
+            Self::Registers(coded) => coded.write(w),
+            Self::Entries(coded) => coded.write(w),
+        }
+    }
+
+    /// Whether it holds a sparse sketch's entries.
+    pub(crate) fn is_sparse(&self) -> bool {
+        matches!(self, Self::Entries(_))
+    }
+}
+
 /// A sketch's registers entropy-coded: the scale code of the model and each coder's words.
 /// The part of an encoding after the flags, seed and martingale, shared by UltraLogLog and
 /// HyperLogLog.
@@ -633,6 +676,17 @@ mod tests {
             x *= 3.7;
         }
         assert!(log2(0.0).is_nan() && log2(-1.0).is_nan() && log2(f64::NAN).is_nan());
+    }
+
+    /// The reciprocal by long division is the definition's, `⌈2^(64+s)/f⌉ − 2^64`, for every
+    /// weight.
+    #[test]
+    fn every_reciprocal_is_exact() {
+        for weight in 1..=TOTAL {
+            let shift = u32::BITS - (weight - 1).leading_zeros();
+            let exact = ((1u128 << (64 + shift)).div_ceil(u128::from(weight)) - (1u128 << 64)) as u64;
+            assert_eq!(EncoderSymbol::reciprocal(weight, shift), exact, "weight {weight}");
+        }
     }
 
     /// constriction's encoder, with its division per symbol: the words ours must match.

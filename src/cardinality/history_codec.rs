@@ -3,13 +3,13 @@
 //! validates every register and the martingale against what a stream can produce. The
 //! framing around it (magic, family, parameters, checksum) is each type's.
 
-use super::compressed::Coded;
+use super::compressed::{Coded, Compressed};
 use super::estimators::check_martingale;
 use super::history::Core;
 use super::lifecycle::Lifecycle;
 use super::registers::Cell;
 use super::registers::Shape;
-use super::sparse;
+use super::sparse::{self, CodedEntries};
 use crate::codec::{Reader, Writer};
 use crate::core::DecodeError;
 
@@ -26,28 +26,33 @@ impl<R: Cell> Core<R> {
         shape.t == 0 && shape.d == 2 && size_of::<R>() == 1
     }
 
-    /// The registers entropy-coded ([`Coded::of`]), when the shape has such a form, the
-    /// sketch is dense, and the coded form is the shorter.
-    pub(crate) fn coded(&self) -> Option<Coded> {
-        if self.is_sparse() || !Self::codes(self.shape) {
+    /// The compressed form, when the shape has one and it is the shorter: the registers
+    /// entropy-coded ([`Coded::of`]) or the entries gap-coded ([`CodedEntries::of`]).
+    pub(crate) fn compressed(&self) -> Option<Compressed> {
+        if !Self::codes(self.shape) {
             return None;
         }
+        if self.is_sparse() {
+            return CodedEntries::of(&self.sparse.sorted_entries()).map(Compressed::Entries);
+        }
         let registers: Vec<u8> = self.registers.iter().map(|r| r.get() as u8).collect();
-        Coded::of(&registers, self.shape, registers.len())
+        Coded::of(&registers, self.shape, registers.len()).map(Compressed::Registers)
     }
 
     /// The bytes [`encode_coded`](Self::encode_coded) writes.
-    pub(crate) fn coded_len(&self, coded: &Coded) -> usize {
+    pub(crate) fn coded_len(&self, coded: &Compressed) -> usize {
         1 + 8 * usize::from(self.seed != crate::hash::DEFAULT_SEED)
             + 8 * usize::from(self.martingale.is_some())
             + coded.len()
     }
 
-    /// Writes flags (bit 2 set; bit 3 when the seed is the default one), the seed unless it is
-    /// the default, the martingale if present, then the coded registers ([`Coded::write`]).
-    pub(crate) fn encode_coded(&self, w: &mut Writer, coded: &Coded) {
+    /// Writes flags (bit 2 set; bit 1 for coded entries; bit 3 when the seed is the default
+    /// one), the seed unless it is the default, the martingale if present, then the coded
+    /// registers ([`Coded::write`]) or entries ([`CodedEntries::write`]).
+    pub(crate) fn encode_coded(&self, w: &mut Writer, coded: &Compressed) {
         let default_seed = self.seed == crate::hash::DEFAULT_SEED;
-        w.put_u8(u8::from(self.martingale.is_some()) | CODED | if default_seed { DEFAULT_SEED } else { 0 });
+        let sparse = if coded.is_sparse() { SPARSE } else { 0 };
+        w.put_u8(u8::from(self.martingale.is_some()) | sparse | CODED | if default_seed { DEFAULT_SEED } else { 0 });
         if !default_seed {
             w.put_u64(self.seed);
         }
@@ -60,7 +65,7 @@ impl<R: Cell> Core<R> {
     /// The bytes [`encode`](Self::encode) writes.
     pub(crate) fn encoded_len(&self) -> usize {
         let body = if self.is_sparse() {
-            4 + 4 * self.sparse.len()
+            sparse::plain_len(self.sparse.len())
         } else {
             packed_len(self.registers.len(), self.shape.bits())
         };
@@ -123,14 +128,8 @@ impl<R: Cell> Core<R> {
             if flags & MARTINGALE != 0 {
                 return Err(DecodeError::InvalidField { field: "flags", reason: "a sparse sketch has no martingale" });
             }
-            if flags & CODED != 0 {
-                return Err(DecodeError::InvalidField {
-                    field: "flags",
-                    reason: "a sparse sketch is not entropy-coded",
-                });
-            }
             // Entries no more than the sparse mode holds, ascending, each one an entry.
-            return Self::new(shape, seed).decode_entries(r);
+            return Self::new(shape, seed).decode_entries(r, flags & CODED != 0);
         }
         let martingale = if flags & MARTINGALE != 0 {
             let x = r.f64()?;

@@ -3,14 +3,14 @@
 
 use std::fmt;
 
-use super::compressed::Coded;
+use super::compressed::{Coded, Compressed};
 use super::estimators::{
     HIP_RSE, capped, check_martingale, ertl_estimate, improved_rse, pow2, precision_for, wide_to_f64,
 };
 use super::lifecycle::Lifecycle;
 use super::register_sums::register_sums;
 use super::registers::{Shape, YOUNG_SHIFT};
-use super::sparse::{self, Sparse};
+use super::sparse::{self, CodedEntries, Sparse};
 use crate::codec::{Codec, ENVELOPE_LEN, Reader, Writer, codec_impl};
 use crate::core::{Bounds, Confidence, ConfigError, DecodeError, MergeError, Mergeable, hashed_operator};
 use crate::hash::{DEFAULT_SEED, Hashable};
@@ -598,7 +598,7 @@ impl HyperLogLog {
     #[must_use]
     pub fn encoded_len(&self) -> usize {
         let body = match &self.repr {
-            Repr::Sparse(sparse) => 4 + 4 * sparse.len(),
+            Repr::Sparse(sparse) => sparse::plain_len(sparse.len()),
             Repr::Dense(dense) => 8 * usize::from(dense.agg.martingale.is_some()) + dense.registers.len() / 4 * 3,
         };
         ENVELOPE_LEN + 10 + body
@@ -650,16 +650,18 @@ impl HyperLogLog {
 
     /// Encodes the sketch like [`to_bytes`](Self::to_bytes), with the registers of a dense
     /// sketch entropy-coded: about 2.8 bits a register instead of 6 once the sketch holds
-    /// many more distinct items than registers. Sparse sketches, and dense ones the coded form
-    /// would not shrink, are written as [`to_bytes`](Self::to_bytes) writes them; both decode
-    /// through [`from_bytes`](Self::from_bytes). The coding is UltraLogLog's
+    /// many more distinct items than registers; and the entries of a sparse sketch gap-coded,
+    /// about `log2(2^26/n) + 3.5` bits an entry instead of 32. Sketches the coded form would
+    /// not shrink are written as [`to_bytes`](Self::to_bytes) writes them; both decode through
+    /// [`from_bytes`](Self::from_bytes). The coding is UltraLogLog's
     /// ([`UltraLogLog::to_compressed_bytes`](super::UltraLogLog::to_compressed_bytes)), with
     /// the distribution of a register's maximum alone.
     ///
-    /// Body: precision (u8), flags (u8: bit 0 dense, set; bit 1 martingale present; bit 2
+    /// Body: precision (u8), flags (u8: bit 0 dense; bit 1 martingale present; bit 2
     /// coded; bit 3 default seed), the seed (u64) unless it is the default, the martingale
-    /// (f64) if present, the model's scale code (u16), the lengths in 32-bit words of four
-    /// coders' streams (varints) and their words.
+    /// (f64) if present; then, dense, the model's scale code (u16), the lengths in 32-bit words
+    /// of four coders' streams (varints) and their words, or, sparse, the number of entries (a
+    /// varint) and their Rice-coded gaps and unary ranks.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;
@@ -673,20 +675,27 @@ impl HyperLogLog {
     /// ```
     #[must_use]
     pub fn to_compressed_bytes(&self) -> Vec<u8> {
-        let Repr::Dense(dense) = &self.repr else {
+        let coded = match &self.repr {
+            Repr::Sparse(sparse) => CodedEntries::of(&sparse.sorted_entries()).map(Compressed::Entries),
+            Repr::Dense(dense) => {
+                let shape = Shape { p: self.precision, t: 0, d: 0 };
+                Coded::of(&dense.registers, shape, dense.registers.len() / 4 * 3).map(Compressed::Registers)
+            }
+        };
+        let Some(coded) = coded else {
             return self.to_bytes();
         };
-        let shape = Shape { p: self.precision, t: 0, d: 0 };
-        let Some(coded) = Coded::of(&dense.registers, shape, dense.registers.len() / 4 * 3) else {
-            return self.to_bytes();
+        let martingale = match &self.repr {
+            Repr::Sparse(_) => None,
+            Repr::Dense(dense) => dense.agg.martingale,
         };
-        let martingale = dense.agg.martingale;
         let default_seed = self.seed == DEFAULT_SEED;
         let len =
             ENVELOPE_LEN + 2 + 8 * usize::from(!default_seed) + 8 * usize::from(martingale.is_some()) + coded.len();
         let mut w = Writer::new(Self::FAMILY, len);
         w.put_u8(self.precision);
-        w.put_u8(1 | u8::from(martingale.is_some()) << 1 | 4 | if default_seed { 8 } else { 0 });
+        let dense = u8::from(!coded.is_sparse());
+        w.put_u8(dense | u8::from(martingale.is_some()) << 1 | 4 | if default_seed { 8 } else { 0 });
         if !default_seed {
             w.put_u64(self.seed);
         }
@@ -720,9 +729,6 @@ impl HyperLogLog {
             return Err(DecodeError::InvalidField { field: "flags", reason: "unknown flag bits" });
         }
         let (dense, has_martingale, coded) = (flags & 1 != 0, flags & 2 != 0, flags & 4 != 0);
-        if coded && !dense {
-            return Err(DecodeError::InvalidField { field: "flags", reason: "a sparse sketch is not entropy-coded" });
-        }
         if flags & 8 != 0 && !coded {
             return Err(DecodeError::InvalidField {
                 field: "flags",
@@ -778,7 +784,7 @@ impl HyperLogLog {
             d.agg.martingale = martingale;
             hll.repr = Repr::Dense(d);
         } else {
-            hll = hll.decode_entries(&mut r)?;
+            hll = hll.decode_entries(&mut r, coded)?;
         }
         r.finish()?;
         Ok(hll)

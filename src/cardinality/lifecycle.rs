@@ -187,13 +187,19 @@ pub(crate) trait Lifecycle: Clone {
         }
     }
 
-    /// Reads the entries of a sparse encoding into this empty sparse sketch (see
-    /// [`sparse::decode_entries`]).
-    fn decode_entries(mut self, r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+    /// Reads the entries of a sparse encoding into this empty sparse sketch: plain (see
+    /// [`sparse::decode_entries`]) or `coded` ([`sparse::decode_coded_entries`]).
+    fn decode_entries(mut self, r: &mut Reader<'_>, coded: bool) -> Result<Self, DecodeError> {
         if self.sparse().is_none() {
             return Err(DecodeError::InvalidField { field: "flags", reason: "this shape has no sparse mode" });
         }
-        sparse::decode_entries(r, self.limit(), |entry| self.add_entry(entry, false))?;
+        let limit = self.limit();
+        let add = |entry| self.add_entry(entry, false);
+        if coded {
+            sparse::decode_coded_entries(r, limit, add)?
+        } else {
+            sparse::decode_entries(r, limit, add)?
+        }
         Ok(self)
     }
 }

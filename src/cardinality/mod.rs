@@ -241,6 +241,16 @@
 //! the distribution of a register's maximum alone: 2.8 bits a register instead of 6, a
 //! product of about 3.1 after a merge against 6.5 plain.
 //!
+//! A sparse sketch's entries (26 hash bits and a rank each) are coded too: sorted, the gaps
+//! between their hash bits are nearly geometric of mean `μ = 2^26/n`, which Rice's code (the
+//! quotient by `2^b` in unary, then `b` bits; `b = 1 + ⌊log2(0.4812·μ)⌋`, Kiely's choice)
+//! writes within 0.03 bits of its entropy `log2(e·μ)`, and a rank is geometric, `P(k) = 2^−k`,
+//! which unary writes in its entropy, 2 bits. An entry then costs `log2(2^26/n) + 3.47` bits
+//! instead of 32: 302 bytes for 100 items, 2 467 for 1000. CPC's sparse form is smaller
+//! still (168 and 972 bytes at `lg_k` = 14), because it keeps only the register index and
+//! rank of an item; the entries keep 26 hash bits, which make the small count exact and let a
+//! sketch reduce to any coarser precision exactly.
+//!
 //! # Merging
 //!
 //! Two sketches with the same precision and seed merge by taking, register by register, the

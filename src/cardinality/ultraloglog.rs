@@ -570,13 +570,20 @@ impl UltraLogLog {
 
     /// Encodes the sketch like [`to_bytes`](Self::to_bytes), with the registers of a dense
     /// sketch entropy-coded: about 4 bits a register instead of 8 once the sketch holds many
-    /// more distinct items than registers, the best distinct counter per serialized byte.
-    /// Sparse sketches, and dense ones the coded form would not shrink (a crafted or saturated
-    /// sketch), are written as [`to_bytes`](Self::to_bytes) writes them; both decode through
+    /// more distinct items than registers, the best distinct counter per serialized byte. A
+    /// sparse sketch's entries are gap-coded instead: about `log2(2^26/n) + 3.5` bits an entry
+    /// instead of 32 (at precision 14, 1000 items in 2 467 bytes instead of 4 026). Sketches
+    /// the coded form would not shrink (a crafted or saturated one) are written as
+    /// [`to_bytes`](Self::to_bytes) writes them; both decode through
     /// [`from_bytes`](Self::from_bytes).
     ///
-    /// The body of a coded sketch: precision (u8), flags (u8: bit 0 martingale present, bit 2
-    /// coded, bit 3 default seed), the seed (u64) unless it is the default, the martingale
+    /// The body of a sparse coded sketch: precision (u8), flags (u8: bit 1 sparse, bit 2
+    /// coded, bit 3 default seed), the seed (u64) unless it is the default, the number of
+    /// entries (a varint) and their Rice-coded gaps and unary ranks (see the
+    /// [`cardinality`](super) module docs).
+    ///
+    /// The body of a dense coded sketch: precision (u8), flags (u8: bit 0 martingale present,
+    /// bit 2 coded, bit 3 default seed), the seed (u64) unless it is the default, the martingale
     /// (f64) if present, the model's scale code (u16: `λ = n/m` is `2^(code/256 − 64)`), the
     /// lengths in 32-bit words of four coders' streams (varints), and their words (u32,
     /// little-endian). Register `i` is in stream `i mod 4`, coded by asymmetric numeral
@@ -606,7 +613,7 @@ impl UltraLogLog {
     /// ```
     #[must_use]
     pub fn to_compressed_bytes(&self) -> Vec<u8> {
-        let Some(coded) = self.core.coded() else {
+        let Some(coded) = self.core.compressed() else {
             return self.to_bytes();
         };
         let mut w = Writer::new(Self::FAMILY, ENVELOPE_LEN + 1 + self.core.coded_len(&coded));
