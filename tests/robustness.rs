@@ -2565,3 +2565,20 @@ fn coded_sparse_entries_are_validated() -> TestResult {
     }
     Ok(())
 }
+
+proptest! {
+    /// Coded sparse bodies (flags sparse, coded and default seed; a count, then arbitrary bits):
+    /// never a panic, and whatever is accepted is the encoder's form of what it decodes to.
+    #[test]
+    fn structured_coded_sparse_bodies_never_panic(
+        p in 4_u8..=14, n in 0_u8..100, stream in proptest::collection::vec(any::<u8>(), 0..300), hll in any::<bool>(),
+    ) {
+        let mut body = vec![p, if hll { 4 | 8 } else { 2 | 4 | 8 }, n];
+        body.extend_from_slice(&stream);
+        if hll {
+            check_decoded::<HyperLogLog>(&envelope(HLL, &body))?;
+        } else {
+            check_decoded::<UltraLogLog>(&envelope(ULL, &body))?;
+        }
+    }
+}
