@@ -233,8 +233,8 @@
 //! counter per serialized byte measured here: after a merge, a memory-variance product of
 //! 2.16–2.26 against 2.36–2.46 for DataSketches' CPC, the previous best, and 4.63 for the
 //! plain encoding (`benches/examples/per_byte.rs`). The price is time: about 1.5 ns a
-//! register each way and 2 µs a sketch for its coding model, 11.8 and 12.5 µs at p = 12 to
-//! encode and decode, against 0.3 and 2.6 µs for the plain encoding and 4.6 and 11.2 µs for CPC's
+//! register each way and 2 µs a sketch for its coding model, 11.2 and 10.5 µs at p = 12 to
+//! encode and decode, against 0.3 and 2.5 µs for the plain encoding and 4.6 and 10.9 µs for CPC's
 //! serialization and deserialization. Store sketches coded; keep them plain in memory (the
 //! coded form is an encoding, not a state to update).
 //! [`HyperLogLog::to_compressed_bytes`] codes HyperLogLog's registers the same way, against

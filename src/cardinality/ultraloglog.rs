@@ -597,8 +597,8 @@ impl UltraLogLog {
     /// product of 2.2 to 2.3 after a merge (maximum-likelihood estimator) at 1 and 4 KiB,
     /// against 4.63 plain and 2.4 for DataSketches' CPC (`cargo run --release -p
     /// synopses-benches --example per_byte`). Coding costs about 1.5 ns a register each way
-    /// and 2 µs a sketch for the model: 11.8 and 12.5 µs to encode and decode at precision
-    /// 12, against 0.31 and 2.6 µs plain and 4.6 and 11.2 µs for CPC (`cargo bench -p
+    /// and 2 µs a sketch for the model: 11.2 and 10.5 µs to encode and decode at precision
+    /// 12, against 0.30 and 2.5 µs plain and 4.6 and 10.9 µs for CPC (`cargo bench -p
     /// synopses-benches --bench cardinality -- ull_compressed`).
     ///
     /// ```
