@@ -23,8 +23,9 @@
 //! entry is 26 uniform hash bits, so in ascending order the gaps between them are nearly
 //! geometric, of mean `μ = 2^26/n`, which a Rice code (Golomb's code with a power-of-two
 //! divisor `2^b`: the quotient in unary, then `b` low bits) writes within 0.03 bits of their
-//! entropy `log2(e·μ)` when `b = 1 + ⌊log2(0.4812·μ)⌋` (Kiely's choice); and the rank is geometric, `P(k) = 2^−k`, which
-//! unary (`k − 1` ones and a zero) writes in its entropy, 2 bits on average. An entry then
+//! entropy `log2(e·μ)` when `b = 1 + ⌊log2(0.4812·μ)⌋` (Kiely's choice); and the rank is
+//! geometric, `P(k) = 2^−k`, which unary (`k − 1` ones and a zero) writes in its entropy, 2
+//! bits on average. An entry then
 //! costs about `log2(2^26/n) + 3.47` bits, within a few hundredths of a bit of the information
 //! `n` entries hold, `log2 C(2^26, n)/n + 2 ≈ log2(2^26/n) + 3.44`: at `n = 1000`, 19.5 bits
 //! instead of 32.
@@ -140,8 +141,8 @@ fn tabulation() -> &'static Tabulation {
 #[derive(Clone)]
 pub(crate) struct Sparse {
     /// Power-of-two table, `0` marks an empty slot (a boxed slice, 8 bytes less than a
-    /// vector: with `len` in 32 bits, room for `shift` and `key` in the 32 bytes the set took
-    /// without them).
+    /// vector: with `len` in 32 bits, room for `shift` and `tables` in the 32 bytes the set
+    /// took without them).
     slots: Box<[u32]>,
     /// The entries (at most the limit, below 2^24).
     len: u32,
