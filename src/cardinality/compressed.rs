@@ -452,7 +452,7 @@ impl<'a> StreamReader<'a> {
     /// accepts (every word read, the state back to 0) is then the encoder's for the registers
     /// it reads: a state has one coded form.
     #[inline(always)]
-    fn get(&mut self, table: &DecodingTable) -> Result<u8, DecodeError> {
+    fn get(&mut self, table: &DecodingTable) -> u8 {
         let slot = (self.state & u64::from(TOTAL - 1)) as u32;
         let value = table.value_of[slot as usize];
         let (weight, cumulative) = table.ranges[usize::from(value)];
@@ -463,7 +463,7 @@ impl<'a> StreamReader<'a> {
         {
             self.state = state << 32 | u64::from(word);
         }
-        Ok(value)
+        value
     }
 }
 
@@ -502,7 +502,7 @@ pub(crate) fn decode(words: [&[u32]; STREAMS], model: &Model, out: &mut [u8]) ->
     let mut readers = [StreamReader::new(w0)?, StreamReader::new(w1)?, StreamReader::new(w2)?, StreamReader::new(w3)?];
     for chunk in out.chunks_exact_mut(STREAMS) {
         for (reader, slot) in readers.iter_mut().zip(chunk) {
-            *slot = reader.get(&table)?;
+            *slot = reader.get(&table);
         }
     }
     if !readers.iter().all(|r| r.state == 0 && r.words.is_empty()) {

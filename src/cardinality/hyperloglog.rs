@@ -626,10 +626,7 @@ impl HyperLogLog {
     #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
         // The martingale as it stands, not as `martingale_estimate` caps it.
-        let martingale = match &self.repr {
-            Repr::Sparse(_) => None,
-            Repr::Dense(dense) => dense.agg.martingale,
-        };
+        let martingale = self.martingale();
         let flags = u8::from(martingale.is_some()) << 1 | u8::from(!self.is_sparse());
         let mut w = Writer::new(Self::FAMILY, self.encoded_len());
         w.put_u8(self.precision);
@@ -685,10 +682,7 @@ impl HyperLogLog {
         let Some(coded) = coded else {
             return self.to_bytes();
         };
-        let martingale = match &self.repr {
-            Repr::Sparse(_) => None,
-            Repr::Dense(dense) => dense.agg.martingale,
-        };
+        let martingale = self.martingale();
         let default_seed = self.seed == DEFAULT_SEED;
         let len =
             ENVELOPE_LEN + 2 + 8 * usize::from(!default_seed) + 8 * usize::from(martingale.is_some()) + coded.len();
