@@ -549,7 +549,7 @@ fn compressed_hyperloglog_bytes_are_pinned() -> TestResult {
     let sparse = hll(12, DEFAULT_SEED, 0..500)?;
     assert!(sparse.is_sparse());
     let pinned: [(u64, usize); 3] =
-        [(1393215662736525524, 1476), (11688208785863228198, 396), (13559301128779491312, 1305)];
+        [(2559233797796828019, 1485), (14785847371188064708, 392), (13559301128779491312, 1305)];
     for (sketch, (digest, len)) in [one, merged, sparse].iter().zip(pinned) {
         let bytes = sketch.to_compressed_bytes();
         assert!(bytes.len() < sketch.to_bytes().len(), "the coded form is the smaller");
@@ -579,9 +579,9 @@ fn compressed_ultraloglog_bytes_are_pinned() -> TestResult {
     sparse.observe_all(0..1_000_u64);
     assert!(sparse.is_sparse());
     let pinned: [(u64, usize); 4] = [
-        (3736186757615039181, 552),
-        (681070941428406136, 2073),
-        (10632657697645861243, 144),
+        (13650774835723930160, 546),
+        (13422521407470773488, 2076),
+        (15045058497608015355, 131),
         (10941741779291806994, 2481),
     ];
     for (sketch, (digest, len)) in [one, merged, small, sparse].iter().zip(pinned) {

@@ -1466,10 +1466,9 @@ proptest! {
     }
 }
 
-/// A dense UltraLogLog whose set registers are all at the lowest indices: its coders' streams
-/// of empty registers cost no bits at their end, so the coded form would fall below the length
-/// the decoder allows for `m` registers; `to_compressed_bytes` writes it plain instead, and it
-/// round-trips either way.
+/// A dense UltraLogLog whose set registers are all at the lowest indices: the scale the coder
+/// estimates from one register in every `m/512` sees one set register at most, far from the
+/// sketch's, and the coded form is long or written plain; it round-trips either way.
 #[test]
 fn a_dense_ultraloglog_with_only_its_first_registers_set_round_trips_coded() -> Result<(), TestCaseError> {
     for p in [11_u8, 12, 14] {

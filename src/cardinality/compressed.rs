@@ -1,4 +1,5 @@
-//! Entropy-coded registers: the compressed encoding of UltraLogLog's dense registers.
+//! Entropy-coded registers: the compressed encoding of UltraLogLog's (and HyperLogLog's) dense
+//! registers.
 //!
 //! Given the number of distinct items `n`, each of the `m` registers sees a Poisson number of
 //! them, `λ = n/m` on average, and an update value `k` with probability `P(k) = 2^-k` (the last
@@ -12,49 +13,57 @@
 //! ```
 //!
 //! (`e^(−λ·2^-u)` is the chance that no value above `u` occurred; `v = u − 1, u − 2`, when at
-//! least 1). The encoder writes `λ` quantized to 1/256 of an octave (from a rough estimate the
-//! registers give, [`code_of`]), and codes the registers against that distribution with four
-//! interleaved range asymmetric-numeral-systems coders, at about the registers' entropy: 4 bits
-//! a register where `n ≫ m` instead of 8.
+//! least 1). The encoder writes `λ` quantized to 1/16 of an octave (from a rough estimate that a
+//! sample of the registers gives, [`code_of`]), and codes each register with the Huffman code of
+//! that distribution: at about the registers' entropy, 4 bits a register where `n ≫ m` instead
+//! of 8, and 1 % above it (the price of whole bits a register).
 //!
-//! The coders' words are those of the `constriction` crate's `DefaultAnsCoder` (64-bit state,
-//! 32-bit words, 14-bit weights), and the tests check both ways, word for word, against it. We
-//! code them ourselves because its encoder divides the state by the symbol's weight at every
-//! symbol, 3.2 ns a register here, where [`EncoderSymbol`]'s multiply by a reciprocal takes
-//! 1.5; and our decoder reads a byte table filled by ranges instead of building its 16 Ki-entry
-//! lookup model (1.3 against 1.5 ns a register, and 0.4 against 0.9 µs a table).
+//! **The code.** The values of probability at least `2^-12` (three dozen of them where `n ≫ m`)
+//! get the codewords of an optimal prefix code at most 11 bits long (package-merge, Larmore and
+//! Hirschberg 1990), canonical (Schwartz and Kallick 1964); the others share one more codeword,
+//! the escape, followed by the value's 8 bits. A model depends only on the shape and the scale
+//! code, so its two tables (a codeword a byte for the encoder, a value for each 11 bits read for
+//! the decoder) are built once and kept in a small cache for the process ([`Tables::cached`]).
+//! The registers are split in four quarters, each its own bit stream, so that the decoder reads
+//! four at a time (a table lookup each, independent of the three others).
 //!
-//! The decoder computes the same distribution from the same code, and checks that the code is
-//! the one the encoder derives from the decoded registers, so both must come out the same to
-//! the bit on every platform: the weights come from [`exp`] and the code from [`log2`], built
-//! from the correctly rounded IEEE operations only (the standard library's `exp` and `log2`
-//! may differ between platforms by an ulp), and everything is integers from there on.
+//! **Why Huffman, not arithmetic coding.** The first version of this coder used four
+//! interleaved asymmetric-numeral-systems coders (the `constriction` crate's format) against
+//! 14-bit weights: 0.4 % above the entropy, but 1.5 ns a register each way plus 2 µs a sketch
+//! for the model, 1.7 to 4.6 times the time of DataSketches' CPC serialization. A Huffman code
+//! from a cached table costs a lookup and a shift a register, 0.5 ns, and the four coders'
+//! final states (8 to 32 bytes) go: at `p ≥ 12` a coded sketch is 0.5 % larger, at `p ≤ 10`
+//! smaller.
+//!
+//! The decoder computes the same code from the same scale, and checks that the scale is the
+//! one the encoder derives from the decoded registers, so both must come out the same to the
+//! bit on every platform: the probabilities come from [`exp`] and the scale from [`log2`],
+//! built from the correctly rounded IEEE operations only (the standard library's `exp` and
+//! `log2` may differ between platforms by an ulp), and everything is integers from there on.
 
-use super::register_sums::histogram;
+use std::sync::{Arc, Mutex};
+
 use super::registers::Shape;
 use super::sparse::CodedEntries;
 use crate::codec::{Reader, Writer, varint_len};
 use crate::core::DecodeError;
 
-/// Bits of the coder's probabilities: the weights sum to `2^14`. Measured against 16 bits: a
-/// coded sketch 0.4 % larger, and a decoding table a quarter the size (16 Ki entries, built
-/// for each sketch), which made decoding 1.3 to 2 times faster (with constriction's decoder,
-/// before ours).
-const PRECISION: usize = 14;
-const TOTAL: u32 = 1 << PRECISION;
-/// The most weight one register value gets, 7/8 of the total: every register then costs at
-/// least `log2(8/7)` = 0.19 bits, except the runs of the lowest symbol (the empty register) at
-/// the end of a coder's stream, which cost none (a coder starts at state 0). The decoder
-/// refuses streams shorter than that bound, so a short input cannot claim many registers; the
-/// encoder writes the plain form of the rare sketch that codes shorter (every set register at
-/// the lowest indices). A dense sketch's commonest register, the empty one just after it turns
-/// dense, has a probability of about 0.83, under the cap.
-const MAX_WEIGHT: u32 = TOTAL / 8 * 7;
-/// The least bits a register costs: `−log2(MAX_WEIGHT / TOTAL)`, rounded down.
-const MIN_BITS_PER_REGISTER: f64 = 0.19;
-/// Steps of the scale code per octave of `λ`, and the code of `λ = 1`.
-const STEPS_PER_OCTAVE: f64 = 256.0;
+/// The longest codeword: the decoder reads the value of any 11 bits from a table of `2^11`
+/// entries. Measured against 16 bits: codes 0.1 % shorter, tables 32 times as large.
+const LONGEST: u32 = 11;
+/// Values rarer than this share the escape codeword, followed by their 8 bits.
+const RARE_BELOW: f64 = 1.0 / 4096.0;
+/// The longest a register's code can be: the escape and a byte.
+const LONGEST_FORM: u32 = LONGEST + 8;
+/// Steps of the scale code per octave of `λ`, and the code of `λ = 1`: a scale off by half a
+/// step (2.2 %) costs under 0.001 bits a register.
+const STEPS_PER_OCTAVE: f64 = 16.0;
 const CODE_OF_ONE: f64 = 64.0 * STEPS_PER_OCTAVE;
+/// The largest scale code: `λ = 2^64`.
+const MOST_CODE: u16 = 2 * CODE_OF_ONE as u16;
+/// The registers the scale is estimated from (all of them, below 512): one in every
+/// `m/512`, an estimate within about 5 % (which costs 0.05 % of the coded size).
+const SAMPLE: usize = 512;
 
 /// `e^x`, from IEEE-754's correctly rounded operations only, so every platform computes the
 /// same bits: `x = k·ln 2 + r` with `|r| ≤ ln 2 / 2` (ln 2 split in two, Cody and Waite),
@@ -109,38 +118,6 @@ fn scale_by_power_of_two(x: f64, k: i32) -> f64 {
     }
 }
 
-/// How many registers hold each byte, counted in interleaved histograms ([`histogram`]): the
-/// one pass over the registers that the scale code and the encoder read.
-fn byte_counts(registers: &[u8]) -> [u32; 256] {
-    histogram::<u8, 256>(registers, usize::from)
-}
-
-/// The scale code of dense registers of `shape` (one byte each) holding `counts` of each byte:
-/// `round(256·log2 λ̂) + 256·64`, clamped to `u16`, for a rough estimate `λ̂` of the items per
-/// register. The decoder recomputes it to accept only the encoder's choice, so it must come
-/// out the same on every platform: the estimate is HyperLogLog's raw one (`α·m / Σ 2^-u`, the
-/// sum exact in integers) or, while it is below `2.5` and some register is empty, linear
-/// counting (`ln(m/V)`, `V` the empty registers), and the logarithm is [`log2`], from IEEE
-/// basic operations only. Its error of a few percent costs the coder almost nothing: the model
-/// is flat near its optimum.
-fn code_of(counts: &[u32; 256], shape: Shape) -> u16 {
-    // Registers by maximum u (at most 63), then Σ 2^(64−u) over them: at most 2^26
-    // registers, so the sum stays below 2^91.
-    let mut by_maximum = [0u64; 64];
-    for (r, &n) in counts.iter().enumerate() {
-        by_maximum[(r >> shape.d) & 63] += u64::from(n);
-    }
-    let sum: u128 = by_maximum.iter().enumerate().map(|(u, &n)| u128::from(n) << (64 - u)).sum();
-    let (m, empty) = (by_maximum.iter().sum::<u64>() as f64, by_maximum[0]);
-    let inverse_sum = m / (sum as f64 / scale_by_power_of_two(1.0, 64));
-    let raw = 0.7213 / (1.0 + 1.079 / m) * inverse_sum;
-    let lambda = if raw < 2.5 && empty > 0 { (log2(m) - log2(empty as f64)) * std::f64::consts::LN_2 } else { raw };
-    if lambda.is_nan() || lambda <= 0.0 {
-        return 0;
-    }
-    let code = (log2(lambda) * STEPS_PER_OCTAVE + CODE_OF_ONE).round();
-    code.clamp(0.0, f64::from(u16::MAX)) as u16
-}
 
 /// `log2 x` for `x > 0`, from IEEE-754's correctly rounded operations only: `x = 2^e·f` with
 /// `f` in `[√½, √2)` (exact), and `log2 f = 2·atanh(s)/ln 2` with `s = (f − 1)/(f + 1)`,
@@ -171,299 +148,314 @@ pub(crate) fn log2(x: f64) -> f64 {
     f64::from(e) + 2.0 * s * series / std::f64::consts::LN_2
 }
 
-/// The `λ` of a scale code: `2^((code − 256·64)/256)`, from [`exp`].
+
+/// The scale code of dense registers of `shape` (one byte each): `round(16·log2 λ̂) + 16·64`,
+/// clamped to `0..=`[`MOST_CODE`], for a rough estimate `λ̂` of the items per register from
+/// one register in every `m/512` (every one below 512). The decoder recomputes it to accept
+/// only the encoder's choice, so it must come out the same on every platform: the estimate is
+/// HyperLogLog's raw one over the sample (`α·s / Σ 2^-u`, the sum exact in integers, values
+/// above 54 counting as none) or, while it is below `2.5` and some sampled register is empty,
+/// linear counting (`ln(s/V)`, `V` the empty ones), and the logarithm is [`log2`], from IEEE
+/// basic operations only. Its error of a few percent costs the coder almost nothing: the code
+/// is flat near its optimum.
+fn code_of(registers: &[u8], shape: Shape) -> u16 {
+    let stride = (registers.len() / SAMPLE).max(1);
+    // Σ 2^(54−u): at most 512 terms of at most 2^54, below 2^63.
+    let (mut sum, mut empty, mut sampled) = (0u64, 0u64, 0u64);
+    for &r in registers.iter().step_by(stride) {
+        let u = (r >> shape.d) & 63;
+        sum += (1u64 << 54) >> u;
+        empty += u64::from(u == 0);
+        sampled += 1;
+    }
+    let s = sampled as f64;
+    let inverse_sum = s / (sum as f64 / scale_by_power_of_two(1.0, 54));
+    let raw = 0.7213 / (1.0 + 1.079 / s) * inverse_sum;
+    let lambda = if raw < 2.5 && empty > 0 { (log2(s) - log2(empty as f64)) * std::f64::consts::LN_2 } else { raw };
+    if lambda.is_nan() || lambda <= 0.0 {
+        return 0;
+    }
+    let code = (log2(lambda) * STEPS_PER_OCTAVE + CODE_OF_ONE).round();
+    code.clamp(0.0, f64::from(MOST_CODE)) as u16
+}
+
+/// The `λ` of a scale code: `2^((code − 16·64)/16)`, from [`exp`].
 fn lambda_of(code: u16) -> f64 {
     let octaves = (f64::from(code) - CODE_OF_ONE) / STEPS_PER_OCTAVE;
     let whole = octaves.floor();
     scale_by_power_of_two(exp((octaves - whole) * std::f64::consts::LN_2), whole as i32)
 }
 
-/// The coding model of one shape at one scale: the register values the shape can hold, in
-/// ascending order (the symbols), their integer weights (at least 1, at most [`MAX_WEIGHT`],
-/// summing to `2^14`), and the symbol of each register byte.
-pub(crate) struct Model {
-    values: Vec<u8>,
-    weights: Vec<u16>,
-    symbol_of: [u16; 256],
-}
-
-/// No symbol: a byte the shape never holds.
-const NONE: u16 = u16::MAX;
-
-impl Model {
-    /// The model of UltraLogLog registers (`shape.t == 0`, `shape.d == 2`) or of HyperLogLog's
-    /// (`d == 0`: the maximum alone) at scale `code`.
-    pub(crate) fn new(shape: Shape, code: u16) -> Self {
-        debug_assert!(shape.t == 0 && (shape.d == 2 || shape.d == 0));
-        let lambda = lambda_of(code);
-        let top = shape.max_value(); // L + 1, at most 62
-        let geometric = top - 1; // L
-        // A value u ≥ 1 whose probability is below 2^-16 takes the least weight, 1, whatever
-        // it is (1 + ⌊p·(2^14 − n)⌋), so only the others are computed, the same to the bit:
-        // those seen by at least 2^-16 items on average (`x_u = λ·2^-u`, the geometric tail
-        // counting as level L) and not so often that a value above them is sure (`x_u < 40`:
-        // then nothing above u occurs with probability e^-40). They, the values in their
-        // history (`x_v ≤ 4·x_u`) and the empty register read e^(−x_j), so only these are
-        // computed: two dozen levels instead of every one.
-        let x = |j: u32| lambda * scale_by_power_of_two(1.0, -(j as i32));
-        let matters = |u: u32| (u >= top || x(u) < 40.0) && x(u.min(geometric)) > 1.0 / 65536.0;
-        // e^(−x_j) for j in 0..=L: value k's absence is none[min(k, L)], and nothing above
-        // u (u < L + 1) is none[u].
-        let mut none = [0.0; 64];
-        for (j, slot) in none.iter_mut().enumerate().take(geometric as usize + 1) {
-            let x = x(j as u32);
-            if j == 0 || (x < 160.0 && x > 1.0 / 65536.0) {
-                *slot = exp(-x);
-            }
+/// The register values of UltraLogLog (`shape.t == 0`, `shape.d == 2`) or of HyperLogLog
+/// (`d == 0`: the maximum alone), in ascending order, and the probability of each at scale
+/// `code`. A value `u ≥ 1` is computed only where it can reach [`RARE_BELOW`] (it is rare
+/// otherwise, and its probability 0 here): where `x_u = λ·2^-u` is at least `2^-16` (the
+/// geometric tail counting as level L) and below 40 (above, something higher is sure). Its
+/// history values (`x_v ≤ 4·x_u`) and the empty register read `e^(−x_j)`, so only two dozen
+/// levels' exponentials are computed.
+fn probabilities(shape: Shape, code: u16) -> (Vec<u8>, Vec<f64>) {
+    debug_assert!(shape.t == 0 && (shape.d == 2 || shape.d == 0));
+    let lambda = lambda_of(code);
+    let top = shape.max_value(); // L + 1, at most 62
+    let geometric = top - 1; // L
+    let x = |j: u32| lambda * scale_by_power_of_two(1.0, -(j as i32));
+    let matters = |u: u32| (u >= top || x(u) < 40.0) && x(u.min(geometric)) > 1.0 / 65536.0;
+    // e^(−x_j) for j in 0..=L: value k's absence is none[min(k, L)], and nothing above
+    // u (u < L + 1) is none[u].
+    let mut none = [0.0; 64];
+    for (j, slot) in none.iter_mut().enumerate().take(geometric as usize + 1) {
+        let x = x(j as u32);
+        if j == 0 || (x < 160.0 && x > 1.0 / 65536.0) {
+            *slot = exp(-x);
         }
-        let none_of = |k: u32| none[k.min(geometric) as usize];
-        let nothing_above = |u: u32| if u >= top { 1.0 } else { none[u as usize] };
-        let mut values = Vec::with_capacity(256);
-        let mut probabilities = Vec::with_capacity(256);
-        for r in 0..=255u64 {
-            if !shape.is_valid(r) {
-                continue;
-            }
-            let (u, h) = ((r >> shape.d) as u32, r & shape.history_mask());
-            let p = if u == 0 {
-                none[0]
-            } else if !matters(u) {
-                0.0
-            } else {
-                let mut p = (1.0 - none_of(u)) * nothing_above(u);
-                if shape.d == 2 {
-                    for (bit, v) in [(2, u.wrapping_sub(1)), (1, u.wrapping_sub(2))] {
-                        if (1..u).contains(&v) {
-                            p *= if h & bit != 0 { 1.0 - none_of(v) } else { none_of(v) };
-                        }
+    }
+    let none_of = |k: u32| none[k.min(geometric) as usize];
+    let nothing_above = |u: u32| if u >= top { 1.0 } else { none[u as usize] };
+    let (mut values, mut probabilities) = (Vec::with_capacity(256), Vec::with_capacity(256));
+    for r in (0..=255u64).filter(|&r| shape.is_valid(r)) {
+        let (u, h) = ((r >> shape.d) as u32, r & shape.history_mask());
+        let p = if u == 0 {
+            none[0]
+        } else if !matters(u) {
+            0.0
+        } else {
+            let mut p = (1.0 - none_of(u)) * nothing_above(u);
+            if shape.d == 2 {
+                for (bit, v) in [(2, u.wrapping_sub(1)), (1, u.wrapping_sub(2))] {
+                    if (1..u).contains(&v) {
+                        p *= if h & bit != 0 { 1.0 - none_of(v) } else { none_of(v) };
                     }
                 }
-                p
-            };
-            values.push(r as u8);
-            probabilities.push(p);
-        }
-        let weights = quantize(&probabilities);
-        let mut symbol_of = [NONE; 256];
-        for (s, &v) in values.iter().enumerate() {
-            symbol_of[usize::from(v)] = s as u16;
-        }
-        Self { values, weights, symbol_of }
+            }
+            p
+        };
+        values.push(r as u8);
+        probabilities.push(p);
     }
+    (values, probabilities)
 }
 
-/// Integer weights for `probabilities` (each at least 0, summing to about 1): each at least 1
-/// and at most [`MAX_WEIGHT`], summing to `2^14` exactly, in integers after one rounding each.
-fn quantize(probabilities: &[f64]) -> Vec<u16> {
-    let n = probabilities.len() as u32;
-    let free = f64::from(TOTAL - n);
-    // Each rounded down, then capped.
-    let mut weights: Vec<u16> =
-        probabilities.iter().map(|&p| (1 + (p.clamp(0.0, 1.0) * free) as u32).min(MAX_WEIGHT) as u16).collect();
-    // Then the rest given to (or the excess taken from) the heaviest weights, in order of
-    // weight and then of value: integers only, the same everywhere. Nearly always the
-    // heaviest takes it all; each later pass visits the next heaviest.
-    let mut sum: u32 = weights.iter().map(|&w| u32::from(w)).sum();
-    let mut visited = [false; 256];
-    while sum != TOTAL {
-        // The heaviest weight not visited, the first of equal ones.
-        let mut heaviest = None;
-        for (i, &w) in weights.iter().enumerate() {
-            if !visited[i] && heaviest.is_none_or(|h: usize| w > weights[h]) {
-                heaviest = Some(i);
+/// Optimal codeword lengths of at most [`LONGEST`] bits for symbols of `weights` (at least
+/// two, at most `2^11`, each at least 1), by package-merge (Larmore and Hirschberg): the
+/// lightest items, leaves and packages of pairs, merged level by level; a symbol's length is
+/// the number of the `2n − 2` lightest items of the last level that hold it. Ties go to the
+/// lower symbol and to leaves before packages: integers only, the same everywhere. The code is
+/// complete (Kraft's sum is exactly 1), so every bit string reads as codewords.
+fn code_lengths(weights: &[u64]) -> Vec<u32> {
+    let n = weights.len();
+    debug_assert!((2..=1 << LONGEST).contains(&n));
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (weights[i], i));
+    // An item: its weight and how many times each symbol is in it.
+    let leaves: Vec<(u64, Vec<u16>)> = order.iter().map(|&i| (weights[i], vec![i as u16])).collect();
+    let mut items = leaves.clone();
+    for _ in 1..LONGEST {
+        let packages = items.chunks_exact(2).map(|pair| {
+            let mut symbols = pair[0].1.clone();
+            symbols.extend_from_slice(&pair[1].1);
+            (pair[0].0 + pair[1].0, symbols)
+        });
+        let mut merged = Vec::with_capacity(2 * n);
+        let (mut leaves, mut packages) = (leaves.iter().cloned().peekable(), packages.peekable());
+        loop {
+            let leaf_first = match (leaves.peek(), packages.peek()) {
+                (Some(l), Some(p)) => l.0 <= p.0,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            merged.extend(if leaf_first { leaves.next() } else { packages.next() });
+        }
+        items = merged;
+    }
+    let mut lengths = vec![0u32; n];
+    for (_, symbols) in &items[..2 * n - 2] {
+        symbols.iter().for_each(|&s| lengths[usize::from(s)] += 1);
+    }
+    lengths
+}
+
+/// A codeword's bits: set in the encoder's table for the bytes that are written as the
+/// escape and their 8 bits, which the decoder checks of each byte it reads after an escape.
+const ESCAPED: u32 = 1 << 23;
+/// The decoder's entry for the escape codeword.
+const ESCAPE: u16 = 1 << 15;
+
+/// The two tables of the code of one shape at one scale.
+pub(crate) struct Tables {
+    /// Each byte's code: its bits, the first one lowest, in bits 0 to 19, [`ESCAPED`], and
+    /// its length in bits from bit 24.
+    encode: [u32; 256],
+    /// For each 11 bits read (the first one lowest): the value whose codeword starts them, and
+    /// the codeword's length from bit 8; or [`ESCAPE`] and the escape's length.
+    decode: [u16; 1 << LONGEST],
+}
+
+impl Tables {
+    /// The code of `shape` at scale `code`: canonical codewords (by length, then value, the
+    /// escape last) of the lengths [`code_lengths`] gives the common values and the escape,
+    /// whose weight is that of the rare values together (plus 1). Weights are the
+    /// probabilities scaled by `2^40`, rounded down.
+    fn new(shape: Shape, code: u16) -> Self {
+        let (values, probabilities) = probabilities(shape, code);
+        let scale = scale_by_power_of_two(1.0, 40);
+        let (mut common, mut weights, mut rare) = (Vec::new(), Vec::new(), 1u64);
+        for (&value, &p) in values.iter().zip(&probabilities) {
+            let weight = (p * scale) as u64;
+            if p >= RARE_BELOW {
+                common.push(value);
+                weights.push(weight);
+            } else {
+                rare += weight;
             }
         }
-        let Some(i) = heaviest else {
-            break;
-        };
-        visited[i] = true;
-        let w = u32::from(weights[i]);
-        let w = if sum < TOTAL {
-            let add = (TOTAL - sum).min(MAX_WEIGHT - w);
-            sum += add;
-            w + add
-        } else {
-            let take = (sum - TOTAL).min(w - 1);
-            sum -= take;
-            w - take
-        };
-        weights[i] = w as u16;
-    }
-    debug_assert_eq!(sum, TOTAL);
-    weights
-}
-
-/// How the encoder codes one register value of weight `f` and cumulative weight `c`, without a
-/// division: the quotient `⌊y/f⌋` as `⌊(y + ⌊y·r/2^64⌋) / 2^s⌋`, with `s = ⌈log2 f⌉` and
-/// `r = ⌈2^(64+s)/f⌉ − 2^64` (Granlund and Montgomery's multiply-high by a rounded-up
-/// reciprocal). That is the exact quotient for every state `y < f·2^50`, which the
-/// renormalization keeps: `2^64 + r = 2^(64+s)/f + e` with `0 ≤ e < 1`, so the sum is
-/// `⌊y/f + y·e/2^(64+s)⌋`, whose second term is below `f·2^50/2^(64+s) ≤ 2^-14 ≤ 1/f`, too
-/// little to carry a remainder of at most `(f−1)/f` past the next integer; and the sum is
-/// below `2^(50+s) − 2^s/f + f/2^14 ≤ 2^64`, so it fits a word.
-#[derive(Clone, Copy, Default)]
-struct EncoderSymbol {
-    /// `f·2^50`: a state at or above it first moves its low word out.
-    spill_at: u64,
-    /// `r`, the reciprocal's low 64 bits.
-    reciprocal: u64,
-    /// `2^14 − f`: the new state `q·2^14 + (y − q·f) + c` is `y + q·(2^14 − f) + c`.
-    complement: u32,
-    /// `c`.
-    cumulative: u32,
-    /// `s`.
-    shift: u32,
-}
-
-impl EncoderSymbol {
-    fn new(weight: u32, cumulative: u32) -> Self {
-        let shift = u32::BITS - (weight - 1).leading_zeros();
-        Self {
-            spill_at: u64::from(weight) << (64 - PRECISION),
-            reciprocal: Self::reciprocal(weight, shift),
-            complement: TOTAL - weight,
-            cumulative,
-            shift,
+        weights.push(rare);
+        let lengths = code_lengths(&weights);
+        // Canonical codewords, shortest first, then each one reversed: the first bit lowest.
+        let mut by_length: Vec<usize> = (0..lengths.len()).collect();
+        by_length.sort_by_key(|&s| (lengths[s], s));
+        let mut codewords = vec![0u32; lengths.len()];
+        let (mut next, mut length) = (0u32, 0u32);
+        for &s in &by_length {
+            next <<= lengths[s] - length;
+            length = lengths[s];
+            codewords[s] = next.reverse_bits() >> (32 - length);
+            next += 1;
         }
-    }
-
-    /// `r = ⌈2^(64+s)/f⌉ − 2^64` for `f = weight ≤ 2^14`, `s = ⌈log2 f⌉`: with `a = 2^s − f`
-    /// (below `f`), `2^(64+s)/f = 2^64 + a·2^64/f`, so `r = ⌈a·2^64/f⌉`, by long division in
-    /// two 32-bit digits (each remainder below `f`, so every step fits 64 bits; measured 5.7
-    /// against 10.8 ns for one division of `u128`s).
-    fn reciprocal(weight: u32, shift: u32) -> u64 {
-        let (f, a) = (u64::from(weight), (1u64 << shift) - u64::from(weight));
-        let (high, rest) = ((a << 32) / f, (a << 32) % f);
-        let (low, rest) = ((rest << 32) / f, (rest << 32) % f);
-        (high << 32) + low + u64::from(rest != 0)
-    }
-
-    /// Codes the symbol onto `state`, moving the state's low word to `out[*at]` first when it
-    /// is full (and advancing `at`). `out` has room for a word from every symbol (a symbol
-    /// moves at most one).
-    #[inline(always)]
-    fn put(&self, state: &mut u64, out: &mut [u32], at: &mut usize) {
-        let full = *state >= self.spill_at;
-        if let Some(slot) = out.get_mut(*at) {
-            *slot = *state as u32;
+        let escape = common.len();
+        let (escape_word, escape_len) = (codewords[escape], lengths[escape]);
+        let mut encode: [u32; 256] =
+            std::array::from_fn(|v| escape_word | (v as u32) << escape_len | ESCAPED | (escape_len + 8) << 24);
+        let mut decode = [0u16; 1 << LONGEST];
+        for (s, (&word, &len)) in codewords.iter().zip(&lengths).enumerate() {
+            let entry = if s == escape {
+                ESCAPE | (len as u16) << 8
+            } else {
+                encode[usize::from(common[s])] = word | len << 24;
+                u16::from(common[s]) | (len as u16) << 8
+            };
+            for rest in 0..1u32 << (LONGEST - len) {
+                decode[(word | rest << len) as usize] = entry;
+            }
         }
-        *at += usize::from(full);
-        let y = if full { *state >> 32 } else { *state };
-        let high = ((u128::from(y) * u128::from(self.reciprocal)) >> 64) as u64;
-        let quotient = (high + y) >> self.shift;
-        *state = y + quotient * u64::from(self.complement) + u64::from(self.cumulative);
+        Self { encode, decode }
+    }
+
+    /// The tables of `shape` at scale `code`, from a process-wide cache of 256 entries (at most
+    /// 1.3 MB), one slot a scale (within 16 octaves) and shape: building them takes a few
+    /// microseconds, more than coding a small sketch.
+    fn cached(shape: Shape, code: u16) -> Arc<Self> {
+        const SLOTS: usize = 256;
+        type Slot = Mutex<Option<(u32, Arc<Tables>)>>;
+        static CACHE: [Slot; SLOTS] = [const { Mutex::new(None) }; SLOTS];
+        let key = u32::from(code) | u32::from(shape.p) << 16 | u32::from(shape.d) << 24;
+        let slot = &CACHE[(usize::from(code) + 61 * usize::from(shape.p) + 127 * usize::from(shape.d)) % SLOTS];
+        // A poisoned slot (a panic while it was held, which the code below cannot cause) is
+        // only a miss.
+        if let Ok(guard) = slot.lock()
+            && let Some((k, tables)) = guard.as_ref()
+            && *k == key
+        {
+            return Arc::clone(tables);
+        }
+        let tables = Arc::new(Self::new(shape, code));
+        if let Ok(mut guard) = slot.lock() {
+            *guard = Some((key, Arc::clone(&tables)));
+        }
+        tables
     }
 }
 
-/// Independent coders, register `i` going to coder `i mod STREAMS`: the processor overlaps
-/// their work, where one coder waits on each symbol's state before the next.
+/// Independent bit streams, each a quarter of the registers: the decoder reads the four
+/// together, each lookup independent of the others'.
 pub(crate) const STREAMS: usize = 4;
 
-/// The registers (one byte each, a multiple of [`STREAMS`] of them, holding `counts` of each
-/// byte) coded against `model`: each coder's 32-bit words, or `None` when a register is not
-/// one the shape holds.
-///
-/// The words are those of `constriction`'s `DefaultAnsCoder` (64-bit state, 32-bit words,
-/// starting empty), which decodes them: the same arithmetic without its division per
-/// symbol (see [`EncoderSymbol`]; measured 1.5 against 3.2 ns a register), checked word for
-/// word against it in the tests.
-fn encode(registers: &[u8], counts: &[u32; 256], model: &Model) -> Option<[Vec<u32>; STREAMS]> {
-    // The reciprocals of the values the registers hold, and of no other.
-    let mut symbols = [EncoderSymbol::default(); 256];
-    let mut cumulative = 0;
-    for (&value, &weight) in model.values.iter().zip(&model.weights) {
-        if counts[usize::from(value)] > 0 {
-            symbols[usize::from(value)] = EncoderSymbol::new(u32::from(weight), cumulative);
-        }
-        cumulative += u32::from(weight);
+/// Appends the codewords of `registers` to `out`, the first bit of each byte its lowest, the
+/// last byte padded with zeros: two codewords into a 64-bit buffer (at most 7 + 2·19 bits),
+/// then its whole bytes written out at once (8 bytes written, the next write overlapping the
+/// ones not yet whole).
+fn encode_stream(registers: &[u8], encode: &[u32; 256], out: &mut Vec<u8>) {
+    let start = out.len();
+    out.resize(start + (registers.len() * LONGEST_FORM as usize).div_ceil(8) + 8, 0);
+    let (mut buf, mut bits, mut at) = (0u64, 0u32, start);
+    let put = |codeword: u32, buf: &mut u64, bits: &mut u32| {
+        *buf |= u64::from(codeword & 0xF_FFFF) << *bits;
+        *bits += codeword >> 24;
+    };
+    let pairs = registers.chunks_exact(2);
+    let odd = pairs.remainder().first().copied();
+    for pair in pairs {
+        put(encode[usize::from(pair[0])], &mut buf, &mut bits);
+        put(encode[usize::from(pair[1])], &mut buf, &mut bits);
+        out[at..at + 8].copy_from_slice(&buf.to_le_bytes());
+        let whole = bits / 8;
+        at += whole as usize;
+        buf >>= 8 * whole;
+        bits -= 8 * whole;
     }
-    if (0..256).any(|v| counts[v] > 0 && model.symbol_of[v] == NONE) {
-        return None;
+    if let Some(r) = odd {
+        put(encode[usize::from(r)], &mut buf, &mut bits);
     }
-    let per_stream = registers.len() / STREAMS;
-    let mut words: [Vec<u32>; STREAMS] = std::array::from_fn(|_| vec![0; per_stream]);
-    let mut states = [0u64; STREAMS];
-    let mut lens = [0usize; STREAMS];
-    // A stack: the last register first, so that decoding runs forward.
-    for chunk in registers.chunks_exact(STREAMS).rev() {
-        for i in 0..STREAMS {
-            symbols[usize::from(chunk[i])].put(&mut states[i], &mut words[i], &mut lens[i]);
-        }
-    }
-    // Then the final state, low word first, without its leading zero words.
-    for ((w, &len), &state) in words.iter_mut().zip(&lens).zip(&states) {
-        w.truncate(len);
-        w.extend(
-            [state as u32, (state >> 32) as u32].into_iter().take((64 - state.leading_zeros() as usize).div_ceil(32)),
-        );
-    }
-    Some(words)
+    out[at..at + 8].copy_from_slice(&buf.to_le_bytes());
+    out.truncate(at + bits.div_ceil(8) as usize);
 }
 
-/// The fewest and the most coded bytes of `m` registers the decoder accepts: every register
-/// costs at most 14 bits, and each coder's state adds up to two words; the fewest is the
-/// policy of [`MAX_WEIGHT`] (at least [`MIN_BITS_PER_REGISTER`] a register, less the coders'
-/// start), which the encoder enforces by writing plain what would code shorter.
-pub(crate) fn coded_len_bounds(m: usize) -> (usize, usize) {
-    let fewest = ((m as f64 * MIN_BITS_PER_REGISTER / 8.0) as usize).saturating_sub(8 * STREAMS);
-    (fewest, 4 * ((m * PRECISION).div_ceil(32) + 2 * STREAMS))
+/// One stream being read: the bits of `bytes` from the lowest of each byte, a 64-bit buffer
+/// at a time (read past the end as zeros), and whether an escaped byte was one with its own
+/// codeword.
+struct BitReader<'a> {
+    bytes: &'a [u8],
+    /// The next byte to load.
+    next: usize,
+    buf: u64,
+    bits: u32,
+    escaped_common: bool,
 }
 
-/// One coder's stream being read: its words are a stack, read from the last one back, and the
-/// state the encoder left is its top one or two words.
-struct StreamReader<'a> {
-    words: &'a [u32],
-    state: u64,
-}
-
-impl<'a> StreamReader<'a> {
-    /// The stream's final state: its last word (which the encoder never leaves zero), and
-    /// the one before it when there is one.
-    fn new(words: &'a [u32]) -> Result<Self, DecodeError> {
-        let mut reader = Self { words, state: 0 };
-        if let Some(&top) = words.last() {
-            if top == 0 {
-                return Err(invalid("a coded stream ending in a zero word"));
-            }
-            reader.words = &words[..words.len() - 1];
-            reader.state = u64::from(top);
-            if let Some(next) = reader.pop() {
-                reader.state = reader.state << 32 | u64::from(next);
-            }
-        }
-        Ok(reader)
+impl<'a> BitReader<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, next: 0, buf: 0, bits: 0, escaped_common: false }
     }
 
-    fn pop(&mut self) -> Option<u32> {
-        let (&last, rest) = self.words.split_last()?;
-        self.words = rest;
-        Some(last)
-    }
-
-    /// Reads one register: the value whose range holds the state's low 14 bits (`table`),
-    /// then the state before the encoder coded it, and the word it moved out if it did (the
-    /// state is then below `2^32`).
-    ///
-    /// Whatever the words, a read word is one the encoder would have moved: while words are
-    /// left, the state is at least `2^32` (the first one has its top word, never zero, above
-    /// another, and a state that reads a word is at least `f·2^18` (below), so it becomes at
-    /// least `2^50`), and so the state read back, `⌊x/2^14⌋·f + …`, is at least `f·2^18`: the
-    /// encoder's state was at least `f·2^50` and moved out its low word. The stream the decoder
-    /// accepts (every word read, the state back to 0) is then the encoder's for the registers
-    /// it reads: a state has one coded form.
+    /// At least 56 bits in the buffer: one 8-byte load where 8 bytes are left (the buffer's
+    /// top bits then hold a part of the next byte, loaded again, the same, next time).
     #[inline(always)]
-    fn get(&mut self, table: &DecodingTable) -> u8 {
-        let slot = (self.state & u64::from(TOTAL - 1)) as u32;
-        let value = table.value_of[slot as usize];
-        let (weight, cumulative) = table.ranges[usize::from(value)];
-        let state = (self.state >> PRECISION) * u64::from(weight) + u64::from(slot - cumulative);
-        self.state = state;
-        if state < 1 << 32
-            && let Some(word) = self.pop()
-        {
-            self.state = state << 32 | u64::from(word);
+    fn refill(&mut self) {
+        if let Some(word) = self.bytes.get(self.next..).and_then(<[u8]>::first_chunk::<8>) {
+            self.buf |= u64::from_le_bytes(*word) << self.bits;
+            self.next += ((63 - self.bits) / 8) as usize;
+            self.bits |= 56;
+        } else {
+            while self.bits <= 56 {
+                self.buf |= u64::from(self.bytes.get(self.next).copied().unwrap_or(0)) << self.bits;
+                self.next += 1;
+                self.bits += 8;
+            }
         }
+    }
+
+    /// Reads one register (at most 19 bits, which the buffer holds after a refill).
+    #[inline(always)]
+    fn get(&mut self, tables: &Tables) -> u8 {
+        let entry = tables.decode[(self.buf & ((1 << LONGEST) - 1)) as usize];
+        let len = u32::from(entry >> 8) & 15;
+        self.buf >>= len;
+        self.bits -= len;
+        if entry & ESCAPE == 0 {
+            return entry as u8;
+        }
+        let value = self.buf as u8;
+        self.buf >>= 8;
+        self.bits -= 8;
+        self.escaped_common |= tables.encode[usize::from(value)] & ESCAPED == 0;
         value
+    }
+
+    /// Whether the stream ended where the registers did: in its last byte, its padding zero,
+    /// every escaped byte one without a codeword of its own.
+    fn ended(&self) -> bool {
+        let read = 8 * self.next - self.bits as usize;
+        read.div_ceil(8) == self.bytes.len() && self.buf == 0 && !self.escaped_common
     }
 }
 
@@ -471,42 +463,24 @@ fn invalid(reason: &'static str) -> DecodeError {
     DecodeError::InvalidField { field: "registers", reason }
 }
 
-/// The decoder's view of a model: the value of each of the `2^14` slots, and each value's
-/// weight and cumulative weight (its slots).
-struct DecodingTable {
-    value_of: Vec<u8>,
-    ranges: [(u32, u32); 256],
-}
-
-impl DecodingTable {
-    fn new(model: &Model) -> Self {
-        let mut value_of = vec![0u8; TOTAL as usize];
-        let mut ranges = [(0, 0); 256];
-        let mut cumulative = 0;
-        for (&value, &weight) in model.values.iter().zip(&model.weights) {
-            let weight = u32::from(weight);
-            value_of[cumulative as usize..(cumulative + weight) as usize].fill(value);
-            ranges[usize::from(value)] = (weight, cumulative);
-            cumulative += weight;
-        }
-        Self { value_of, ranges }
-    }
-}
-
-/// Decodes `out.len()` registers (a multiple of [`STREAMS`]) coded against `model` from the
-/// coders' `words` (each `constriction`'s `DefaultAnsCoder` format, which [`encode`]
-/// writes), refusing streams that do not end exactly where the registers do.
-pub(crate) fn decode(words: [&[u32]; STREAMS], model: &Model, out: &mut [u8]) -> Result<(), DecodeError> {
-    let table = DecodingTable::new(model);
-    let [w0, w1, w2, w3] = words;
-    let mut readers = [StreamReader::new(w0)?, StreamReader::new(w1)?, StreamReader::new(w2)?, StreamReader::new(w3)?];
-    for chunk in out.chunks_exact_mut(STREAMS) {
-        for (reader, slot) in readers.iter_mut().zip(chunk) {
-            *slot = reader.get(&table);
+/// Decodes `out.len()` registers (a multiple of `2·STREAMS`) from the four `streams` of
+/// their quarters, refusing streams that do not end exactly where the registers do.
+fn decode(streams: [&[u8]; STREAMS], tables: &Tables, out: &mut [u8]) -> Result<(), DecodeError> {
+    let quarter = out.len() / STREAMS;
+    let mut readers = streams.map(BitReader::new);
+    let (a, rest) = out.split_at_mut(quarter);
+    let (b, rest) = rest.split_at_mut(quarter);
+    let (c, d) = rest.split_at_mut(quarter);
+    let mut quarters = [a, b, c, d];
+    for i in (0..quarter).step_by(2) {
+        for (reader, out) in readers.iter_mut().zip(quarters.iter_mut()) {
+            reader.refill();
+            out[i] = reader.get(tables);
+            out[i + 1] = reader.get(tables);
         }
     }
-    if !readers.iter().all(|r| r.state == 0 && r.words.is_empty()) {
-        return Err(invalid("a coded stream longer than its registers"));
+    if !readers.iter().all(BitReader::ended) {
+        return Err(invalid("a coded stream not ending with its registers"));
     }
     Ok(())
 }
@@ -544,98 +518,111 @@ impl Compressed {
     }
 }
 
-/// A sketch's registers entropy-coded: the scale code of the model and each coder's words.
-/// The part of an encoding after the flags, seed and martingale, shared by UltraLogLog and
-/// HyperLogLog.
+/// A sketch's registers entropy-coded: the scale code of the model, and the four streams'
+/// bytes, one after the other. The part of an encoding after the flags, seed and martingale,
+/// shared by UltraLogLog and HyperLogLog.
 pub(crate) struct Coded {
     code: u16,
-    streams: [Vec<u32>; STREAMS],
+    lens: [usize; STREAMS],
+    bytes: Vec<u8>,
+}
+
+/// The fewest and the most bytes of a stream of `quarter` registers: every register takes
+/// at least a bit and at most the escape and a byte.
+fn stream_len_bounds(quarter: usize) -> (usize, usize) {
+    (quarter.div_ceil(8), (quarter * LONGEST_FORM as usize).div_ceil(8))
 }
 
 impl Coded {
-    /// The registers of `shape` (one byte each) coded, when that is shorter than `plain_len`
-    /// (the plain encoding of the registers) and within the length [`Coded::read`] accepts:
-    /// not for a crafted or saturated sketch the model fits badly, nor for one whose set
-    /// registers all sit at the lowest indices (its streams end in runs that cost no bits).
+    /// The registers of `shape` (one byte each, a multiple of 8 of them) coded, when that is
+    /// shorter than `plain_len` (the plain encoding of the registers): not for a crafted or
+    /// saturated sketch the model fits badly.
     pub(crate) fn of(registers: &[u8], shape: Shape, plain_len: usize) -> Option<Self> {
-        let counts = byte_counts(registers);
-        let code = code_of(&counts, shape);
-        let streams = encode(registers, &counts, &Model::new(shape, code))?;
-        let coded = Self { code, streams };
-        let (fewest, most) = coded_len_bounds(registers.len());
-        let words = 4 * coded.streams.iter().map(Vec::len).sum::<usize>();
-        (coded.len() < plain_len && (fewest..=most).contains(&words)).then_some(coded)
+        let code = code_of(registers, shape);
+        let tables = Tables::cached(shape, code);
+        let quarter = registers.len() / STREAMS;
+        let mut bytes = Vec::with_capacity(registers.len() / 2 + 64);
+        let mut lens = [0; STREAMS];
+        for (len, registers) in lens.iter_mut().zip(registers.chunks_exact(quarter)) {
+            let before = bytes.len();
+            encode_stream(registers, &tables.encode, &mut bytes);
+            *len = bytes.len() - before;
+        }
+        let coded = Self { code, lens, bytes };
+        (coded.len() < plain_len).then_some(coded)
     }
 
     /// The bytes [`write`](Self::write) writes.
     pub(crate) fn len(&self) -> usize {
-        2 + self.streams.iter().map(|s| varint_len(s.len() as u64) + 4 * s.len()).sum::<usize>()
+        2 + self.lens[..STREAMS - 1].iter().map(|&n| varint_len(n as u64)).sum::<usize>() + self.bytes.len()
     }
 
-    /// Writes the model's scale code (u16), each coder's length in 32-bit words (varints),
-    /// and the coders' words in turn, little-endian.
+    /// Writes the model's scale code (u16), the lengths in bytes of the first three streams
+    /// (varints; the last one's is what is left), and the streams' bytes.
     pub(crate) fn write(&self, w: &mut Writer) {
         w.put_bytes(&self.code.to_le_bytes());
-        for s in &self.streams {
-            w.put_varint(s.len() as u64);
+        for &n in &self.lens[..STREAMS - 1] {
+            w.put_varint(n as u64);
         }
-        for s in &self.streams {
-            s.iter().for_each(|&word| w.put_u32(word));
-        }
+        w.put_bytes(&self.bytes);
     }
 
-    /// Reads what [`write`](Self::write) wrote: the registers of `shape`, one byte each. Every
-    /// length is checked before anything is allocated, and only what [`of`](Self::of) writes
-    /// for a plain encoding of `plain_len` bytes is accepted: the scale of the decoded
-    /// registers and a shorter length. The caller validates the registers themselves.
-    pub(crate) fn read(
-        r: &mut Reader<'_>,
-        shape: Shape,
-        plain_len: usize,
-    ) -> Result<(Vec<u8>, [u32; 256]), DecodeError> {
+    /// Reads what [`write`](Self::write) wrote, to the end of the body: the registers of
+    /// `shape`, one byte each. Every length is checked before anything is allocated (each
+    /// register takes at least a bit, so `m` registers need `m/8` bytes), and only what
+    /// [`of`](Self::of) writes for a plain encoding of `plain_len` bytes is accepted: the
+    /// scale of the decoded registers and a shorter length. The caller validates the
+    /// registers themselves.
+    pub(crate) fn read(r: &mut Reader<'_>, shape: Shape, plain_len: usize) -> Result<Vec<u8>, DecodeError> {
         let too_long = DecodeError::InvalidField { field: "coded length", reason: "not what the registers can take" };
         let code = u16::from_le_bytes(r.array::<2>()?);
-        let (fewest, most) = coded_len_bounds(shape.registers());
+        if code > MOST_CODE {
+            return Err(DecodeError::InvalidField { field: "scale", reason: "above 2^64 items a register" });
+        }
+        let quarter = shape.registers() / STREAMS;
+        let (fewest, most) = stream_len_bounds(quarter);
         let mut lens = [0usize; STREAMS];
         let mut len = 2;
-        for slot in &mut lens {
-            // Each count within the most all the coders can take, before any arithmetic: the
-            // sums below then stay under `most` (117 MB at p = 26), on 32 bits too.
-            let words = r.varint()?;
-            if words > (most / 4) as u64 {
+        for slot in &mut lens[..STREAMS - 1] {
+            let n = r.varint()?;
+            if !(fewest as u64..=most as u64).contains(&n) {
                 return Err(too_long);
             }
-            *slot = words as usize;
-            len += varint_len(words) + 4 * *slot;
+            *slot = n as usize;
+            len += varint_len(n);
         }
-        let body: usize = lens.iter().map(|w| 4 * w).sum();
-        if !(fewest..=most).contains(&body) {
+        let first: usize = lens.iter().sum();
+        let last = r.rest().len().checked_sub(first).ok_or(too_long.clone())?;
+        if !(fewest..=most).contains(&last) {
             return Err(too_long);
         }
-        let bytes = r.take(body)?;
-        let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-        let mut parts = [&words[..0]; STREAMS];
-        let mut rest = &words[..];
-        for (part, &n) in parts.iter_mut().zip(&lens) {
-            let (head, tail) = rest.split_at(n);
-            *part = head;
-            rest = tail;
+        lens[STREAMS - 1] = last;
+        len += first + last;
+        if len >= plain_len {
+            return Err(DecodeError::InvalidField { field: "coded registers", reason: "not shorter than plain" });
         }
+        let mut body = r.take(first + last)?;
+        let streams: [&[u8]; STREAMS] = std::array::from_fn(|s| {
+            let (head, tail) = body.split_at(lens[s]);
+            body = tail;
+            head
+        });
         let mut out = vec![0u8; shape.registers()];
-        decode(parts, &Model::new(shape, code), &mut out)?;
-        let counts = byte_counts(&out);
-        if code != code_of(&counts, shape) || len >= plain_len {
+        decode(streams, &Tables::cached(shape, code), &mut out)?;
+        if code != code_of(&out, shape) {
             return Err(DecodeError::InvalidField {
                 field: "coded registers",
-                reason: "not as the encoder writes them",
+                reason: "not at the scale the encoder gives them",
             });
         }
-        Ok((out, counts))
+        Ok(out)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use rand::{RngExt, SeedableRng};
+
     use super::*;
 
     /// Our exponential against the standard library's, to a few ulps, over its whole range.
@@ -659,10 +646,12 @@ mod tests {
         assert_eq!(exp(-0.001).to_bits(), 0x3FEF_F7CF_E56F_1A9E);
         assert_eq!(lambda_of(CODE_OF_ONE as u16), 1.0);
         assert_eq!(lambda_of((CODE_OF_ONE + 10.0 * STEPS_PER_OCTAVE) as u16), 1024.0);
+        assert_eq!(lambda_of(MOST_CODE), scale_by_power_of_two(1.0, 64));
         assert_eq!((log2(1.0), log2(1024.0), log2(0.5)), (0.0, 10.0, -1.0));
         assert_eq!(log2(3.0).to_bits(), 0x3FF9_5C01_A39F_BD68);
-        // Empty registers: no scale; all at one value: the raw estimate.
-        assert_eq!(code_of(&byte_counts(&[0; 64]), Shape { p: 6, t: 0, d: 2 }), 0);
+        // Empty registers: no scale; every register at the top: the largest.
+        assert_eq!(code_of(&[0; 64], Shape { p: 6, t: 0, d: 2 }), 0);
+        assert_eq!(code_of(&[255; 64], Shape { p: 6, t: 0, d: 2 }), MOST_CODE);
     }
 
     /// Our logarithm against the standard library's, to a few ulps, over the whole range.
@@ -678,141 +667,208 @@ mod tests {
         assert!(log2(0.0).is_nan() && log2(-1.0).is_nan() && log2(f64::NAN).is_nan());
     }
 
-    /// The reciprocal by long division is the definition's, `⌈2^(64+s)/f⌉ − 2^64`, for every
-    /// weight.
-    #[test]
-    fn every_reciprocal_is_exact() {
-        for weight in 1..=TOTAL {
-            let shift = u32::BITS - (weight - 1).leading_zeros();
-            let exact = ((1u128 << (64 + shift)).div_ceil(u128::from(weight)) - (1u128 << 64)) as u64;
-            assert_eq!(EncoderSymbol::reciprocal(weight, shift), exact, "weight {weight}");
+    /// Huffman's code lengths (two lightest merged, ties to the earlier): the reference that
+    /// package-merge must match wherever it fits in [`LONGEST`] bits.
+    fn huffman_lengths(weights: &[u64]) -> Vec<u32> {
+        let mut nodes: Vec<(u64, Vec<usize>)> = weights.iter().enumerate().map(|(i, &w)| (w, vec![i])).collect();
+        let mut lengths = vec![0; weights.len()];
+        while nodes.len() > 1 {
+            nodes.sort_by_key(|n| std::cmp::Reverse(n.0));
+            let (a, b) = (nodes.pop().expect("two"), nodes.pop().expect("two"));
+            a.1.iter().chain(&b.1).for_each(|&s| lengths[s] += 1);
+            nodes.push((a.0 + b.0, [a.1, b.1].concat()));
         }
+        lengths
     }
 
-    /// constriction's encoder, with its division per symbol: the words ours must match.
-    fn constriction_words(registers: &[u8], model: &Model) -> [Vec<u32>; STREAMS] {
-        use constriction::stream::Encode;
-        use constriction::stream::model::ContiguousCategoricalEntropyModel;
-        use constriction::stream::stack::DefaultAnsCoder;
-        let coding =
-            ContiguousCategoricalEntropyModel::<u16, Vec<u16>, PRECISION>::from_nonzero_fixed_point_probabilities(
-                &model.weights,
-                false,
-            )
-            .expect("a valid model");
-        let mut coders: [DefaultAnsCoder; STREAMS] = std::array::from_fn(|_| DefaultAnsCoder::new());
-        for chunk in registers.chunks_exact(STREAMS).rev() {
-            for (coder, &r) in coders.iter_mut().zip(chunk) {
-                coder.encode_symbol(usize::from(model.symbol_of[usize::from(r)]), &coding).expect("a symbol");
+    fn cost(weights: &[u64], lengths: &[u32]) -> u128 {
+        weights.iter().zip(lengths).map(|(&w, &l)| u128::from(w) * u128::from(l)).sum()
+    }
+
+    /// Package-merge gives complete codes of at most 11 bits, as short as Huffman's where
+    /// Huffman's fit and never shorter (Huffman's are optimal without the limit): random
+    /// weights, from flat to spanning 2^40, and from 2 symbols to 150.
+    #[test]
+    fn package_merge_is_optimal_within_its_limit() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(11);
+        let (mut fitting, mut limited) = (0, 0);
+        for _ in 0..400 {
+            let n = rng.random_range(2..150);
+            let spread = rng.random_range(1..40);
+            let weights: Vec<u64> = (0..n).map(|_| 1 + (rng.random::<u64>() >> (24 + rng.random_range(0..spread)))).collect();
+            let (ours, huffman) = (code_lengths(&weights), huffman_lengths(&weights));
+            assert!(ours.iter().all(|&l| (1..=LONGEST).contains(&l)));
+            let kraft: u64 = ours.iter().map(|&l| 1u64 << (LONGEST - l)).sum();
+            assert_eq!(kraft, 1 << LONGEST, "complete");
+            if huffman.iter().all(|&l| l <= LONGEST) {
+                assert_eq!(cost(&weights, &ours), cost(&weights, &huffman));
+                fitting += 1;
+            } else {
+                assert!(cost(&weights, &ours) > cost(&weights, &huffman));
+                limited += 1;
             }
         }
-        coders.map(|c| c.into_compressed().expect("in memory"))
+        assert!(fitting > 50 && limited > 50, "both cases met: {fitting} and {limited}");
     }
 
-    /// The division-free encoder writes constriction's words exactly, for registers the model
-    /// fits (any scale near theirs) and registers it fits badly (uniform over every value, the
-    /// rarest symbols of weight 1 included, every state and reciprocal exercised), at every
-    /// weight the quantizer gives; and refuses a byte the shape never holds.
+    /// Every code of every shape and scale is a complete prefix code whose tables agree: each
+    /// codeword's decoding slots read its value and length, and the slots are exactly filled
+    /// (so every bit string reads as codewords); escaped forms for every other byte; and its
+    /// mean length within Gallager's bound of the entropy, `H + p_max + 0.086`, plus the 8 bits
+    /// each rare value adds.
     #[test]
-    fn the_encoder_writes_constrictions_words() {
-        use rand::{RngExt, SeedableRng};
-        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(20);
-        for (p, d) in [(4u8, 2u8), (8, 2), (12, 2), (6, 0), (11, 0)] {
+    fn every_code_is_complete_and_near_the_entropy() {
+        for (p, d) in (3..=26u8).map(|p| (p, 2)).chain((4..=18).map(|p| (p, 0))) {
             let shape = Shape { p, t: 0, d };
-            let valid: Vec<u8> = (0..=255u8).filter(|&r| shape.is_valid(u64::from(r))).collect();
-            for trial in 0..200 {
-                let code = rng.random_range(0..=u16::MAX);
-                let model = Model::new(shape, code);
-                let registers: Vec<u8> = if trial % 2 == 0 {
-                    // Sampled from the model itself: what real sketches look like to it.
-                    let cumulative: Vec<u32> = model
-                        .weights
-                        .iter()
-                        .scan(0, |c, &w| {
-                            *c += u32::from(w);
-                            Some(*c)
-                        })
-                        .collect();
-                    (0..shape.registers())
-                        .map(|_| {
-                            let x = rng.random_range(0..TOTAL);
-                            model.values[cumulative.partition_point(|&c| c <= x)]
-                        })
-                        .collect()
-                } else {
-                    (0..shape.registers()).map(|_| valid[rng.random_range(0..valid.len())]).collect()
-                };
-                let ours = encode(&registers, &byte_counts(&registers), &model).expect("valid registers");
-                assert_eq!(ours, constriction_words(&registers, &model), "p {p}, d {d}, code {code}, trial {trial}");
-                let mut decoded = vec![0u8; registers.len()];
-                decode(std::array::from_fn(|i| &ours[i][..]), &model, &mut decoded).expect("its own words");
-                assert_eq!(decoded, registers);
-                // A word changed, dropped or added: refused, or read as registers whose
-                // encoding is exactly those words (one coded form a state).
-                let mut words = ours.clone();
-                let stream = rng.random_range(0..STREAMS);
-                let at = rng.random_range(0..=words[stream].len());
-                match rng.random_range(0..3) {
-                    0 if at < words[stream].len() => words[stream][at] ^= 1 << rng.random_range(0..32),
-                    1 if at < words[stream].len() => drop(words[stream].remove(at)),
-                    _ => words[stream].insert(at, rng.random()),
-                }
-                if decode(std::array::from_fn(|i| &words[i][..]), &model, &mut decoded).is_ok() {
-                    assert_eq!(encode(&decoded, &byte_counts(&decoded), &model), Some(words));
-                }
-            }
-            let mut registers = vec![0u8; shape.registers()];
-            registers[1] = 255;
-            if !shape.is_valid(255) {
-                assert!(encode(&registers, &byte_counts(&registers), &Model::new(shape, 0)).is_none());
-            }
-        }
-    }
-
-    /// Each valid register's probability at scale `code`, straight from the definition (every
-    /// level's `e^(−x)`, no value skipped): what the model's weights must quantize.
-    fn probabilities(shape: Shape, code: u16) -> Vec<f64> {
-        let lambda = lambda_of(code);
-        let (top, geometric) = (shape.max_value(), shape.max_value() - 1);
-        let none = |k: u32| exp(-lambda * scale_by_power_of_two(1.0, -(k.min(geometric) as i32)));
-        (0..=255u64)
-            .filter(|&r| shape.is_valid(r))
-            .map(|r| {
-                let (u, h) = ((r >> shape.d) as u32, r & shape.history_mask());
-                if u == 0 {
-                    return none(0);
-                }
-                let mut p = (1.0 - none(u)) * if u >= top { 1.0 } else { none(u) };
-                if shape.d == 2 {
-                    for (bit, v) in [(2, u.wrapping_sub(1)), (1, u.wrapping_sub(2))] {
-                        if (1..u).contains(&v) {
-                            p *= if h & bit != 0 { 1.0 - none(v) } else { none(v) };
+            // Every scale at three precisions; elsewhere one in 5 (coprime with the 16 steps
+            // of an octave: every fraction of an octave met).
+            let step = if [3, 14, 26].contains(&p) || (d == 0 && p == 12) { 1 } else { 5 };
+            for code in (0..=MOST_CODE).step_by(step) {
+                let tables = Tables::new(shape, code);
+                let mut filled = 0u32;
+                let (mut mean, mut entropy, mut most, mut rare) = (0.0, 0.0, 0.0f64, 0.0);
+                let (values, probabilities) = probabilities(shape, code);
+                let total: f64 = probabilities.iter().sum();
+                for v in 0..=255u8 {
+                    let entry = tables.encode[usize::from(v)];
+                    let (word, len) = (entry & 0xF_FFFF, entry >> 24);
+                    assert!((1..=LONGEST_FORM).contains(&len), "p {p}, d {d}, code {code}, value {v}");
+                    if entry & ESCAPED == 0 {
+                        assert!(len <= LONGEST);
+                        for rest in 0..1 << (LONGEST - len) {
+                            assert_eq!(tables.decode[(word | rest << len) as usize], u16::from(v) | (len as u16) << 8);
                         }
+                        filled += 1 << (LONGEST - len);
+                    } else {
+                        let escape_len = len - 8;
+                        let slot = (word & ((1 << escape_len) - 1)) as usize;
+                        assert_eq!(tables.decode[slot], ESCAPE | (escape_len as u16) << 8);
+                        assert_eq!(word >> escape_len, u32::from(v));
+                    }
+                    if let Some(i) = values.iter().position(|&x| x == v) {
+                        let q = probabilities[i] / total;
+                        mean += q * f64::from(len);
+                        if q > 0.0 {
+                            entropy -= q * q.log2();
+                        }
+                        most = most.max(q);
+                        rare += if entry & ESCAPED != 0 { q } else { 0.0 };
                     }
                 }
-                p
+                let escape_len = u32::from(tables.decode.iter().find(|&&e| e & ESCAPE != 0).expect("an escape") >> 8) & 15;
+                filled += 1 << (LONGEST - escape_len);
+                assert_eq!(filled, 1 << LONGEST, "p {p}, d {d}, code {code}: complete and prefix-free");
+                assert!(
+                    mean <= entropy + most + 0.086 + 8.0 * rare + 1e-9,
+                    "p {p}, d {d}, code {code}: {mean} bits against {entropy}"
+                );
+            }
+        }
+    }
+
+    /// Registers of `shape` drawn from its distribution at scale `code` (or, `uniform`, over
+    /// every value it holds).
+    fn registers_at(shape: Shape, code: u16, uniform: bool, rng: &mut impl RngExt) -> Vec<u8> {
+        let (values, probabilities) = probabilities(shape, code);
+        let valid: Vec<u8> = (0..=255u8).filter(|&r| shape.is_valid(u64::from(r))).collect();
+        let total: f64 = probabilities.iter().sum();
+        (0..shape.registers())
+            .map(|_| {
+                if uniform {
+                    return valid[rng.random_range(0..valid.len())];
+                }
+                let mut x = rng.random::<f64>() * total;
+                for (&v, &p) in values.iter().zip(&probabilities) {
+                    x -= p;
+                    if x < 0.0 {
+                        return v;
+                    }
+                }
+                values[values.len() - 1]
             })
             .collect()
     }
 
-    /// Every model's weights are whole (at least 1, at most the cap, summing to 2^14) and
-    /// exactly those of the registers' probabilities computed in full, for every precision and
-    /// scale: the values the model skips would all have had weight 1.
+    fn streams_of(registers: &[u8], tables: &Tables) -> [Vec<u8>; STREAMS] {
+        let quarter = registers.len() / STREAMS;
+        std::array::from_fn(|s| {
+            let mut out = vec![7; s]; // the streams append: something before them
+            encode_stream(&registers[s * quarter..(s + 1) * quarter], &tables.encode, &mut out);
+            out.split_off(s)
+        })
+    }
+
+    /// Registers drawn from the model (any scale near theirs) and uniformly over every value
+    /// (escapes everywhere) read back; and a stream with a bit flipped, a byte dropped or
+    /// added is refused, or read as registers whose streams are exactly those bytes: one coded
+    /// form a state.
     #[test]
-    fn every_model_is_a_valid_coding_model() {
-        for (p, d) in (3..=26u8).map(|p| (p, 2)).chain((4..=18).map(|p| (p, 0))) {
+    fn streams_read_back_and_only_as_written() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(20);
+        for (p, d) in [(3u8, 2u8), (4, 2), (8, 2), (12, 2), (6, 0), (11, 0)] {
             let shape = Shape { p, t: 0, d };
-            for code in 0..=u16::MAX {
-                let model = Model::new(shape, code);
-                let sum: u32 = model.weights.iter().map(|&w| u32::from(w)).sum();
-                assert_eq!(sum, TOTAL, "p {p}, d {d}, code {code}");
-                assert!(model.weights.iter().all(|&w| w >= 1 && u32::from(w) <= MAX_WEIGHT));
-                assert_eq!(model.values.len(), (0..256).filter(|&r| shape.is_valid(r)).count());
-                // Every scale where the two would cost a minute; one in 7 (coprime with the 256
-                // steps of an octave, so every fraction of an octave and every octave is met).
-                if code % 7 == 0 {
-                    assert_eq!(model.weights, quantize(&probabilities(shape, code)), "p {p}, d {d}, code {code}");
+            for trial in 0..300 {
+                let code = rng.random_range(0..=MOST_CODE);
+                let tables = Tables::new(shape, code);
+                let registers = registers_at(shape, code, trial % 3 == 0, &mut rng);
+                let streams = streams_of(&registers, &tables);
+                let mut decoded = vec![0u8; registers.len()];
+                decode(std::array::from_fn(|s| &streams[s][..]), &tables, &mut decoded).expect("its own streams");
+                assert_eq!(decoded, registers, "p {p}, d {d}, code {code}");
+                let mut changed = streams.clone();
+                let s = rng.random_range(0..STREAMS);
+                let at = rng.random_range(0..=changed[s].len());
+                match rng.random_range(0..3) {
+                    0 if at < changed[s].len() => changed[s][at] ^= 1 << rng.random_range(0..8),
+                    1 if at < changed[s].len() => drop(changed[s].remove(at)),
+                    _ => changed[s].insert(at, rng.random()),
                 }
+                if decode(std::array::from_fn(|s| &changed[s][..]), &tables, &mut decoded).is_ok() {
+                    assert_eq!(streams_of(&decoded, &tables), changed, "p {p}, d {d}, code {code}");
+                }
+            }
+        }
+    }
+
+    /// The coded bits of registers drawn from the model are its mean codeword length a
+    /// register, within 5 standard deviations (their variance `m·Var[len]`): the code costs
+    /// what its lengths say, and nothing is lost to the streams but their padding.
+    #[test]
+    fn coded_bits_are_the_mean_codeword_length() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(5);
+        for (p, d) in [(14u8, 2u8), (12, 0)] {
+            let shape = Shape { p, t: 0, d };
+            for lambda in [0.5f64, 2.0, 10.0, 100.0, 1e4, 1e8] {
+                let code = (log2(lambda) * STEPS_PER_OCTAVE + CODE_OF_ONE).round() as u16;
+                let tables = Tables::new(shape, code);
+                let (values, probabilities) = probabilities(shape, code);
+                let total: f64 = probabilities.iter().sum();
+                let len = |v: u8| f64::from(tables.encode[usize::from(v)] >> 24);
+                let mean: f64 = values.iter().zip(&probabilities).map(|(&v, &q)| q / total * len(v)).sum();
+                let second: f64 = values.iter().zip(&probabilities).map(|(&v, &q)| q / total * len(v).powi(2)).sum();
+                let m = shape.registers() as f64;
+                let sigma = (m * (second - mean * mean)).sqrt();
+                let registers = registers_at(shape, code, false, &mut rng);
+                let bits = 8.0 * streams_of(&registers, &tables).iter().map(Vec::len).sum::<usize>() as f64;
+                // Padding: fewer than 8 bits a stream.
+                let excess = bits - m * mean;
+                assert!(
+                    excess > -5.0 * sigma && excess < 5.0 * sigma + 8.0 * STREAMS as f64,
+                    "p {p}, λ {lambda}: {bits} bits against {} ± {sigma}",
+                    m * mean
+                );
+            }
+        }
+    }
+
+    /// The cache gives the tables it would build, for shapes and scales that share its slots.
+    #[test]
+    fn the_cache_gives_the_tables_of_its_key() {
+        for _ in 0..2 {
+            for (p, d, code) in [(10u8, 2u8, 1100u16), (10, 2, 1356), (11, 2, 1100), (10, 0, 1100), (3, 2, 0)] {
+                let shape = Shape { p, t: 0, d };
+                let (cached, built) = (Tables::cached(shape, code), Tables::new(shape, code));
+                assert!(cached.encode == built.encode && cached.decode == built.decode, "p {p}, d {d}, code {code}");
             }
         }
     }

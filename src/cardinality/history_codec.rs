@@ -142,10 +142,8 @@ impl<R: Cell> Core<R> {
         };
         let bits = shape.bits();
         let decoded: Vec<u8>;
-        let mut counts = None;
         let packed = if flags & CODED != 0 {
-            let (registers, of_each) = Coded::read(r, shape, shape.registers())?;
-            (decoded, counts) = (registers, Some(of_each));
+            decoded = Coded::read(r, shape, shape.registers())?;
             &decoded[..]
         } else {
             r.take(packed_len(shape.registers(), bits))?
@@ -156,8 +154,7 @@ impl<R: Cell> Core<R> {
             // One register a byte (UltraLogLog): a copy, then every check and sum from the
             // histogram of the bytes (each distinct byte checked once).
             core.registers.iter_mut().zip(packed).for_each(|(slot, &b)| *slot = R::put(u64::from(b)));
-            // (The coded registers come with theirs.)
-            let histogram = counts.unwrap_or_else(|| core.byte_histogram());
+            let histogram = core.byte_histogram();
             if (0..256).any(|v| histogram[v] > 0 && !shape.is_valid(v as u64)) {
                 return Err(invalid);
             }
