@@ -549,7 +549,7 @@ fn compressed_hyperloglog_bytes_are_pinned() -> TestResult {
     let sparse = hll(12, DEFAULT_SEED, 0..500)?;
     assert!(sparse.is_sparse());
     let pinned: [(u64, usize); 3] =
-        [(2559233797796828019, 1485), (14785847371188064708, 392), (13559301128779491312, 1305)];
+        [(7099343344785123818, 1485), (11824653448521407852, 391), (13559301128779491312, 1305)];
     for (sketch, (digest, len)) in [one, merged, sparse].iter().zip(pinned) {
         let bytes = sketch.to_compressed_bytes();
         assert!(bytes.len() < sketch.to_bytes().len(), "the coded form is the smaller");
@@ -580,7 +580,7 @@ fn compressed_ultraloglog_bytes_are_pinned() -> TestResult {
     assert!(sparse.is_sparse());
     let pinned: [(u64, usize); 4] = [
         (13650774835723930160, 546),
-        (13422521407470773488, 2076),
+        (3245108650905199036, 2076),
         (15045058497608015355, 131),
         (10941741779291806994, 2481),
     ];
