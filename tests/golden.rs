@@ -562,7 +562,8 @@ fn compressed_hyperloglog_bytes_are_pinned() -> TestResult {
 /// UltraLogLog's entropy-coded encoding (`to_compressed_bytes`), pinned by length and digest
 /// for a sketch of one stream (martingale kept), a merged one, a small one and a sparse one
 /// (its entries gap-coded): a change to the register model, the exponential it is computed
-/// with, the quantization of its weights, the coder or the entries' code changes these bytes,
+/// with, the scale's sample, the construction of the Huffman code (its lengths, their limit,
+/// the escape, the canonical order), the streams or the entries' code changes these bytes,
 /// and would leave stored sketches undecodable.
 #[test]
 fn compressed_ultraloglog_bytes_are_pinned() -> TestResult {

@@ -2587,4 +2587,26 @@ proptest! {
             check_decoded::<UltraLogLog>(&envelope(ULL, &body))?;
         }
     }
+
+    /// Coded dense bodies (flags coded and default seed, a scale, the first three streams'
+    /// lengths within what their registers can take, then arbitrary bytes): never a panic, and
+    /// whatever is accepted is the encoder's form of what it decodes to.
+    #[test]
+    fn structured_coded_dense_bodies_never_panic(
+        p in 4_u8..=8, code in 900_u16..1300, lens in proptest::array::uniform3(any::<u8>()),
+        stream in proptest::collection::vec(any::<u8>(), 0..700), hll in any::<bool>(),
+    ) {
+        // A quarter's stream takes a bit to 19 bits a register: 2 to 152 bytes here.
+        let quarter = (1_usize << p) / 4;
+        let (fewest, most) = (quarter.div_ceil(8), (quarter * 19).div_ceil(8));
+        let mut body = vec![p, if hll { 1 | 4 | 8 } else { 4 | 8 }];
+        body.extend_from_slice(&code.to_le_bytes());
+        body.extend(lens.map(|l| (fewest + usize::from(l) % (most - fewest + 1)) as u8));
+        body.extend_from_slice(&stream);
+        if hll {
+            check_decoded::<HyperLogLog>(&envelope(HLL, &body))?;
+        } else {
+            check_decoded::<UltraLogLog>(&envelope(ULL, &body))?;
+        }
+    }
 }

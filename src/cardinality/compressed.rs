@@ -153,17 +153,19 @@ pub(crate) fn log2(x: f64) -> f64 {
 /// one register in every `m/256` (every one below 256). The decoder recomputes it to accept
 /// only the encoder's choice, so it must come out the same on every platform: the estimate is
 /// HyperLogLog's raw one over the sample (`α·s / Σ 2^-u`, the sum exact in integers, values
-/// above 54 counting as none) or, while it is below `2.5` and some sampled register is empty,
+/// above 44 counting as none) or, while it is below `2.5` and some sampled register is empty,
 /// linear counting (`ln(s/V)`, `V` the empty ones), and the logarithm is [`log2`], from IEEE
 /// basic operations only. Its error of a few percent costs the coder almost nothing: the code
 /// is flat near its optimum.
 fn code_of(registers: &[u8], shape: Shape) -> u16 {
-    // 2^(54−u) for each byte: at most 256 terms of at most 2^54, a sum below 2^62.
+    // For each byte, 2^(44−u) above 9 bits (0 for u > 44), and 1 if it is 0: a sum of at
+    // most 256 of them holds both sums, Σ 2^(44−u) (below 2^61) and the empty registers.
     const fn weights(d: u32) -> [u64; 256] {
         let mut out = [0; 256];
         let mut r = 0;
         while r < 256 {
-            out[r] = (1u64 << 54) >> ((r >> d) & 63);
+            let u = (r >> d) & 63;
+            out[r] = if u > 44 { 0 } else { 1 << (53 - u) } | (r == 0) as u64;
             r += 1;
         }
         out
@@ -171,14 +173,18 @@ fn code_of(registers: &[u8], shape: Shape) -> u16 {
     static WEIGHTS: [[u64; 256]; 3] = [weights(0), weights(1), weights(2)];
     let weight = &WEIGHTS[usize::from(shape.d.min(2))];
     let stride = (registers.len() / SAMPLE).max(1);
-    let (mut sum, mut empty, mut sampled) = (0u64, 0u64, 0u64);
-    for r in registers.chunks_exact(stride).map(|c| c[0]) {
-        sum += weight[usize::from(r)];
-        empty += u64::from(r == 0);
-        sampled += 1;
+    let sampled = (registers.len() / stride) as u64;
+    // Four at a time (the number of registers sampled is a multiple of 4).
+    let mut sums = [0u64; 4];
+    for four in registers.chunks_exact(4 * stride) {
+        for (k, sum) in sums.iter_mut().enumerate() {
+            *sum += weight[usize::from(four[k * stride])];
+        }
     }
+    let both: u64 = sums.iter().sum();
+    let (sum, empty) = (both >> 9, both & 511);
     let s = sampled as f64;
-    let inverse_sum = s / (sum as f64 / scale_by_power_of_two(1.0, 54));
+    let inverse_sum = s / (sum as f64 / scale_by_power_of_two(1.0, 44));
     let raw = 0.7213 / (1.0 + 1.079 / s) * inverse_sum;
     let lambda = if raw < 2.5 && empty > 0 { (log2(s) - log2(empty as f64)) * std::f64::consts::LN_2 } else { raw };
     if lambda.is_nan() || lambda <= 0.0 {
@@ -415,16 +421,27 @@ struct BitWriter {
 
 impl BitWriter {
     #[inline(always)]
-    fn put_two(&mut self, first: u64, second: u64, out: &mut [u8]) {
-        self.buf |= u64::from(first as u32) << self.bits;
-        self.bits += (first >> 56) as u32;
-        self.buf |= u64::from(second as u32) << self.bits;
-        self.bits += (second >> 56) as u32;
+    fn put(&mut self, codeword: u64) {
+        self.buf |= u64::from(codeword as u32) << self.bits;
+        self.bits += (codeword >> 56) as u32;
+    }
+
+    #[inline(always)]
+    fn flush(&mut self, out: &mut [u8]) {
         out[self.at..self.at + 8].copy_from_slice(&self.buf.to_le_bytes());
         let whole = self.bits / 8;
         self.at += whole as usize;
         self.buf >>= 8 * whole;
         self.bits -= 8 * whole;
+    }
+
+    /// Two codewords, then the buffer's whole bytes written out. (Four codewords a write when
+    /// none is an escape measured 6 % slower: the test costs more than the write it saves.)
+    #[inline(always)]
+    fn put_two(&mut self, first: u64, second: u64, out: &mut [u8]) {
+        self.put(first);
+        self.put(second);
+        self.flush(out);
     }
 
     /// The bytes written, the last one padded with zeros.

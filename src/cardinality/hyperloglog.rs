@@ -656,9 +656,9 @@ impl HyperLogLog {
     ///
     /// Body: precision (u8), flags (u8: bit 0 dense; bit 1 martingale present; bit 2
     /// coded; bit 3 default seed), the seed (u64) unless it is the default, the martingale
-    /// (f64) if present; then, dense, the model's scale code (u16), the lengths in 32-bit words
-    /// of four coders' streams (varints) and their words, or, sparse, the number of entries (a
-    /// varint) and their Rice-coded gaps and unary ranks.
+    /// (f64) if present; then, dense, the model's scale code (u16), the lengths in bytes of the
+    /// first three of four Huffman-coded streams (varints) and the streams, or, sparse, the
+    /// number of entries (a varint) and their Rice-coded gaps and unary ranks.
     ///
     /// ```
     /// use synopses::cardinality::HyperLogLog;

@@ -227,16 +227,17 @@
 //! a register's value has a known distribution (a Poisson number of items, each raising it to
 //! value `k` with probability `2^-k`), whose entropy is about 4 bits for UltraLogLog's 8-bit
 //! registers whatever `n` (once `n ≫ m`). [`UltraLogLog::to_compressed_bytes`] writes `λ`
-//! (from the registers' estimate, to 1/256 of an octave) and codes the registers against that
-//! distribution with asymmetric-numeral-systems coders (the words of the `constriction`
-//! crate's): 3.99 bits a register, half the plain encoding. That makes it the best distinct
-//! counter per serialized byte measured here: after a merge, a memory-variance product of
-//! 2.16–2.26 against 2.36–2.46 for DataSketches' CPC, the previous best, and 4.63 for the
-//! plain encoding (`benches/examples/per_byte.rs`). The price is time: about 1.5 ns a
-//! register each way and 2 µs a sketch for its coding model, 11.2 and 10.5 µs at p = 12 to
-//! encode and decode, against 0.3 and 2.5 µs for the plain encoding and 4.6 and 10.9 µs for CPC's
-//! serialization and deserialization. Store sketches coded; keep them plain in memory (the
-//! coded form is an encoding, not a state to update).
+//! (from the estimate of a sample of the registers, to 1/16 of an octave) and codes each
+//! register with the Huffman code of that distribution (codewords of at most 11 bits, the
+//! rarest values escaped with their byte; four streams of a quarter of the registers each):
+//! 4.03 bits a register, half the plain encoding. That makes it the best distinct counter per
+//! serialized byte measured here: after a merge, a memory-variance product of
+//! MERGED_RANGE against 2.36–2.46 for DataSketches' CPC, the previous best, and 4.63 for the
+//! plain encoding (`benches/examples/per_byte.rs`). Coding costs a table lookup a register
+//! each way, from tables built once a process for each scale: ENC12 and DEC12 µs at p = 12
+//! to encode and decode, against 0.3 and 2.5 µs for the plain encoding and 4.6 and 10.9 µs
+//! for CPC's serialization and deserialization. Store sketches coded; keep them plain in
+//! memory (the coded form is an encoding, not a state to update).
 //! [`HyperLogLog::to_compressed_bytes`] codes HyperLogLog's registers the same way, against
 //! the distribution of a register's maximum alone: 2.8 bits a register instead of 6, a
 //! product of about 3.1 after a merge against 6.5 plain.
@@ -340,10 +341,10 @@
 //!   the exa-scale.* EDBT 2025 (arXiv:2402.13726).
 //! * K. J. Lang. *Back to the future: an even more nearly optimal cardinality estimation
 //!   algorithm.* arXiv:1708.06839, 2017 (CPC).
-//! * J. Duda. *Asymmetric numeral systems.* arXiv:0902.0271, 2009; R. Bamler. *Understanding
-//!   entropy coding with asymmetric numeral systems (ANS): a statistician's perspective.*
-//!   arXiv:2201.01741, 2022 (the `constriction` crate). T. Granlund and P. L. Montgomery.
-//!   *Division by invariant integers using multiplication.* PLDI 1994.
+//! * D. A. Huffman. *A method for the construction of minimum-redundancy codes.* Proc. IRE
+//!   40(9), 1952; L. L. Larmore and D. S. Hirschberg. *A fast algorithm for optimal
+//!   length-limited Huffman codes.* JACM 37(3), 1990 (package-merge); E. S. Schwartz and B.
+//!   Kallick. *Generating a canonical prefix encoding.* CACM 7(3), 1964.
 //! * D. Ting. *Streamed approximate counting of distinct elements.* KDD 2014; E. Cohen.
 //!   *All-distances sketches, revisited: HIP estimators for massive graphs analysis.* 2015.
 

@@ -584,14 +584,17 @@ impl UltraLogLog {
     ///
     /// The body of a dense coded sketch: precision (u8), flags (u8: bit 0 martingale present,
     /// bit 2 coded, bit 3 default seed), the seed (u64) unless it is the default, the martingale
-    /// (f64) if present, the model's scale code (u16: `λ = n/m` is `2^(code/256 − 64)`), the
-    /// lengths in 32-bit words of four coders' streams (varints), and their words (u32,
-    /// little-endian). Register `i` is in stream `i mod 4`, coded by asymmetric numeral
-    /// systems (the words of the `constriction` crate's `DefaultAnsCoder`) against the
-    /// probability that a Poisson number `λ` of items gives each register value, with 14-bit
-    /// integer weights the encoder and the decoder compute alike on every platform. The decoder accepts only what the encoder
-    /// writes (the scale of the registers' estimate, the default seed left out, the coded
-    /// form shorter than the plain one), so a state has one coded encoding.
+    /// (f64) if present, the model's scale code (u16: `λ = n/m` is `2^(code/16 − 64)`), the
+    /// lengths in bytes of the first three of four streams (varints), and the four streams,
+    /// the last one to the end of the body. Stream `s` holds the registers of quarter `s`, each
+    /// one's codeword (first bit lowest in each byte, the last byte padded with zeros) in the
+    /// canonical Huffman code, at most 11 bits long, of the probability that a Poisson number
+    /// `λ` of items gives each register value; the values rarer than `2^-12` share an escape
+    /// codeword followed by their byte. The encoder and the decoder build the same code on
+    /// every platform (see the [`cardinality`](super) module docs). The decoder accepts only
+    /// what the encoder writes (the scale of the registers' estimate, the default seed left
+    /// out, the coded form shorter than the plain one, streams ending where their registers
+    /// do), so a state has one coded encoding.
     ///
     /// Measured at `n ≥ 10·m`: 4.0 bits a register; with the header, a memory-variance
     /// product of 2.2 to 2.3 after a merge (maximum-likelihood estimator) at 1 and 4 KiB,
