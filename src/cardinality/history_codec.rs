@@ -35,8 +35,8 @@ impl<R: Cell> Core<R> {
         if self.is_sparse() {
             return CodedEntries::of(&self.sparse.sorted_entries()).map(Compressed::Entries);
         }
-        let registers: Vec<u8> = self.registers.iter().map(|r| r.get() as u8).collect();
-        Coded::of(&registers, self.shape, registers.len()).map(Compressed::Registers)
+        let registers = R::bytes(&self.registers)?;
+        Coded::of(registers, self.shape, registers.len()).map(Compressed::Registers)
     }
 
     /// The bytes [`encode_coded`](Self::encode_coded) writes.

@@ -646,7 +646,7 @@ impl HyperLogLog {
     }
 
     /// Encodes the sketch like [`to_bytes`](Self::to_bytes), with the registers of a dense
-    /// sketch entropy-coded: about 2.8 bits a register instead of 6 once the sketch holds
+    /// sketch entropy-coded: about 2.9 bits a register instead of 6 once the sketch holds
     /// many more distinct items than registers; and the entries of a sparse sketch gap-coded,
     /// about `log2(2^26/n) + 3.5` bits an entry instead of 32. Sketches the coded form would
     /// not shrink are written as [`to_bytes`](Self::to_bytes) writes them; both decode through

@@ -230,17 +230,17 @@
 //! (from the estimate of a sample of the registers, to 1/16 of an octave) and codes each
 //! register with the Huffman code of that distribution (codewords of at most 11 bits, the
 //! rarest values escaped with their byte; four streams of a quarter of the registers each):
-//! 4.03 bits a register, half the plain encoding. That makes it the best distinct counter per
+//! about 4.05 bits a register, half the plain encoding. That makes it the best distinct counter per
 //! serialized byte measured here: after a merge, a memory-variance product of
-//! MERGED_RANGE against 2.36–2.46 for DataSketches' CPC, the previous best, and 4.63 for the
+//! 2.16–2.27 against 2.36–2.46 for DataSketches' CPC, the previous best, and 4.63 for the
 //! plain encoding (`benches/examples/per_byte.rs`). Coding costs a table lookup a register
-//! each way, from tables built once a process for each scale: ENC12 and DEC12 µs at p = 12
-//! to encode and decode, against 0.3 and 2.5 µs for the plain encoding and 4.6 and 10.9 µs
-//! for CPC's serialization and deserialization. Store sketches coded; keep them plain in
+//! each way, from tables built once a process for each scale: 4.0 and 5.9 µs at p = 12 to
+//! encode and decode, against 0.3 and 2.5 µs for the plain encoding and 4.1 and 10.9 µs for
+//! CPC's serialization and deserialization. Store sketches coded; keep them plain in
 //! memory (the coded form is an encoding, not a state to update).
 //! [`HyperLogLog::to_compressed_bytes`] codes HyperLogLog's registers the same way, against
-//! the distribution of a register's maximum alone: 2.8 bits a register instead of 6, a
-//! product of about 3.1 after a merge against 6.5 plain.
+//! the distribution of a register's maximum alone: 2.9 bits a register instead of 6, a
+//! product of 2.95–3.30 after a merge against 6.5–6.95 plain.
 //!
 //! A sparse sketch's entries (26 hash bits and a rank each) are coded too: sorted, the gaps
 //! between their hash bits are nearly geometric of mean `μ = 2^26/n`, which Rice's code (the

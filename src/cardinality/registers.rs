@@ -401,6 +401,12 @@ pub(crate) trait Cell: Copy + Default + PartialEq + std::fmt::Debug {
     /// `v` fits: every register the shape makes has at most `shape.bits()` bits.
     fn put(v: u64) -> Self;
 
+    /// The cells as bytes, when a cell is one (UltraLogLog's): what the entropy coder reads,
+    /// without a copy.
+    fn bytes(_cells: &[Self]) -> Option<&[u8]> {
+        None
+    }
+
     /// Each of `ours` becomes its [union](Shape::union) with the same register of `theirs`.
     fn union_all(shape: Shape, ours: &mut [Self], theirs: &[Self]) {
         for (a, b) in ours.iter_mut().zip(theirs) {
@@ -411,6 +417,9 @@ pub(crate) trait Cell: Copy + Default + PartialEq + std::fmt::Debug {
 
 impl Cell for u8 {
     const FIXED: Option<(u8, u8)> = Some((0, 2));
+    fn bytes(cells: &[Self]) -> Option<&[u8]> {
+        Some(cells)
+    }
     #[inline]
     fn get(self) -> u64 {
         u64::from(self)
