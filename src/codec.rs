@@ -17,7 +17,9 @@
 //! body, validates every field against the type's invariants, and rejects trailing bytes. The
 //! family comes before the version because what a version means depends on the family. A
 //! length read from the input is compared with the bytes actually present before anything is
-//! allocated, so hostile input can only make the decoder allocate in proportion to its length.
+//! allocated, so hostile input can only make the decoder allocate in proportion to its length
+//! (beyond a fixed amount: the entropy-coded registers' decoder may build a 14 KB table, once
+//! for each scale).
 //!
 //! # Versions
 //!

@@ -1467,7 +1467,7 @@ proptest! {
 }
 
 /// A dense UltraLogLog whose set registers are all at the lowest indices: the scale the coder
-/// estimates from one register in every `m/512` sees one set register at most, far from the
+/// estimates from one register in every `m/256` sees one set register at most, far from the
 /// sketch's, and the coded form is long or written plain; it round-trips either way.
 #[test]
 fn a_dense_ultraloglog_with_only_its_first_registers_set_round_trips_coded() -> Result<(), TestCaseError> {
