@@ -166,7 +166,8 @@ pub(crate) fn log2(x: f64) -> f64 {
 /// is flat near its optimum.
 fn code_of(registers: &[u8], shape: Shape) -> u16 {
     // For each byte, 2^(44−u) above 9 bits (0 for u > 44), and 1 if it is 0: a sum of at
-    // most 256 of them holds both sums, Σ 2^(44−u) (below 2^61) and the empty registers.
+    // most 256 of them (below 2^62) holds both, Σ 2^(44−u) above 9 bits and the empty
+    // registers below.
     const fn weights(d: u32) -> [u64; 256] {
         let mut out = [0; 256];
         let mut r = 0;
@@ -297,8 +298,8 @@ fn code_lengths(weights: &[u64]) -> Vec<u32> {
     lengths
 }
 
-/// A codeword's bits: set in the encoder's table for the bytes that are written as the
-/// escape and their 8 bits, which the decoder checks of each byte it reads after an escape.
+/// A flag of the encoder's table, on the bytes written as the escape and their 8 bits: the
+/// decoder checks it of each byte it reads after an escape.
 const ESCAPED: u64 = 1 << 40;
 /// A decoding entry: the codeword's length in its low 4 bits, this bit for the escape, the
 /// value in the high byte.
@@ -312,7 +313,7 @@ const COUNT_SHIFT: u32 = 4;
 pub(crate) struct Tables {
     /// Each byte's code: its bits, the first one lowest, in the low 32 bits, [`ESCAPED`], and
     /// its length in the top byte (a 32-bit truncation and a shift apart, no mask: measured
-    /// 6 % faster than one 32-bit word).
+    /// 9 to 15 % faster to encode than one 32-bit word).
     encode: [u64; 256],
     /// For each 11 bits read (the first one lowest): the value whose codeword starts them (high
     /// byte) and the codeword's length (low 4 bits); or [`ESCAPE`] and the escape's length.
@@ -320,7 +321,8 @@ pub(crate) struct Tables {
     /// For each 11 bits read: the one or two codewords they start with whole (not an escape),
     /// their values in bits 8 to 15 and 16 to 23, how many from bit 4, their length together
     /// in the low 4 bits; or [`ESCAPE`] and the escape's length. Where `n ≫ m` two registers
-    /// fit 11 bits 80 % of the time, which nearly halves the lookups, the decoder's bound.
+    /// fit 11 bits 92 to 94 % of the time (computed from the model), which nearly halves the
+    /// lookups, the decoder's bound (measured 1.37 times faster at p = 14).
     pairs: [u32; 1 << LONGEST],
 }
 
