@@ -668,10 +668,10 @@ impl Coded {
         let room = stream_room(quarter);
         let mut bytes = vec![0u8; STREAMS * room];
         let mut lens = [0; STREAMS];
-        let quarters: Vec<&[u8]> = registers.chunks_exact(quarter).collect();
+        let quarters = |s: usize| &registers[s * quarter..(s + 1) * quarter];
         for (pair, regions) in bytes.chunks_exact_mut(2 * room).enumerate() {
             let (a, b) = regions.split_at_mut(room);
-            let [x, y] = encode_two([quarters[2 * pair], quarters[2 * pair + 1]], &tables.encode, a, b);
+            let [x, y] = encode_two([quarters(2 * pair), quarters(2 * pair + 1)], &tables.encode, a, b);
             (lens[2 * pair], lens[2 * pair + 1]) = (x, y);
         }
         let mut end = 0;
