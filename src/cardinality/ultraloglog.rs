@@ -591,7 +591,10 @@ impl UltraLogLog {
     /// canonical Huffman code, at most 11 bits long, of the probability that a Poisson number
     /// `λ` of items gives each register value; the values rarer than `2^-12` share an escape
     /// codeword followed by their byte. The encoder and the decoder build the same code on
-    /// every platform (see the [`cardinality`](super) module docs). The decoder accepts only
+    /// every platform whose `f64` arithmetic rounds each operation in IEEE binary64 (every
+    /// 64-bit target; not x87-only ones such as i586): the probabilities come from basic
+    /// operations only, and the code from integers. A digest of every code is pinned in the
+    /// tests. The decoder accepts only
     /// what the encoder writes (the scale of the registers' estimate, the default seed left
     /// out, the coded form shorter than the plain one, streams ending where their registers
     /// do), so a state has one coded encoding.
