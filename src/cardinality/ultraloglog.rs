@@ -593,8 +593,9 @@ impl UltraLogLog {
     /// codeword followed by their byte. The encoder and the decoder build the same code on
     /// every platform whose `f64` arithmetic rounds each operation in IEEE binary64 (every
     /// 64-bit target; not x87-only ones such as i586): the probabilities come from basic
-    /// operations only, and the code from integers. A digest of every code is pinned in the
-    /// tests. The decoder accepts only
+    /// operations only, and the code from integers (the tests pin a digest of the codes of
+    /// every scale at four shapes, and of one scale in five at the others). The decoder
+    /// accepts only
     /// what the encoder writes (the scale of the registers' estimate, the default seed left
     /// out, the coded form shorter than the plain one, streams ending where their registers
     /// do), so a state has one coded encoding.
