@@ -293,6 +293,9 @@ fn code_lengths(weights: &[u64]) -> Vec<u32> {
         items = merged;
     }
     let mut lengths = vec![0u32; n];
+    // The last level holds at least 2n − 2 items: it has the n leaves and the packages of the
+    // level before, whose count grows towards 2n − 1 and reaches 2n − 2 within 11 levels for
+    // n ≤ 2^11 (here at most 257: the byte values and the escape).
     for (_, symbols) in &items[..2 * n - 2] {
         symbols.iter().for_each(|&s| lengths[usize::from(s)] += 1);
     }
@@ -435,6 +438,8 @@ impl BitWriter {
 
     #[inline(always)]
     fn flush(&mut self, out: &mut [u8]) {
+        // In bounds: `at` is the whole bytes of at most 19 bits a register written so far, and
+        // the region is [`stream_room`], those of every register and 8 more.
         out[self.at..self.at + 8].copy_from_slice(&self.buf.to_le_bytes());
         let whole = self.bits / 8;
         self.at += whole as usize;
@@ -479,7 +484,10 @@ fn encode_two(registers: [&[u8]; 2], encode: &[u64; 256], a: &mut [u8], b: &mut 
 
 /// One stream being read: the bits of `bytes` from the lowest of each byte, a 64-bit buffer
 /// at a time (read past the end as zeros), and whether an escaped byte was one with its own
-/// codeword.
+/// codeword. The sparse entries' reader (`sparse::BitReader`) refills the same way, but checks
+/// each read against the end, as its reads (unary runs, Rice remainders) are of any length;
+/// this one reads past the end as zeros, so the four streams' lockstep loop has no check a
+/// register, and [`ended`](Self::ended) checks once where the stream stopped.
 struct BitReader<'a> {
     bytes: &'a [u8],
     /// The next byte to load.
