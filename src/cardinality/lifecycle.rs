@@ -194,11 +194,9 @@ pub(crate) trait Lifecycle: Clone {
             return Err(DecodeError::InvalidField { field: "flags", reason: "this shape has no sparse mode" });
         }
         let limit = self.limit();
-        let add = |entry| self.add_entry(entry, false);
-        if coded {
-            sparse::decode_coded_entries(r, limit, add)?
-        } else {
-            sparse::decode_entries(r, limit, add)?
+        let entries = if coded { sparse::decode_coded_entries(r, limit)? } else { sparse::decode_entries(r, limit)? };
+        if let Some(sparse) = self.sparse_mut() {
+            sparse.insert_distinct(&entries, limit);
         }
         Ok(self)
     }
