@@ -190,13 +190,14 @@ pub(crate) trait Lifecycle: Clone {
     /// Reads the entries of a sparse encoding into this empty sparse sketch: plain (see
     /// [`sparse::decode_entries`]) or `coded` ([`sparse::decode_coded_entries`]).
     fn decode_entries(mut self, r: &mut Reader<'_>, coded: bool) -> Result<Self, DecodeError> {
-        if self.sparse().is_none() {
-            return Err(DecodeError::InvalidField { field: "flags", reason: "this shape has no sparse mode" });
-        }
         let limit = self.limit();
-        let entries = if coded { sparse::decode_coded_entries(r, limit)? } else { sparse::decode_entries(r, limit)? };
-        if let Some(sparse) = self.sparse_mut() {
-            sparse.insert_distinct(&entries, limit);
+        let Some(set) = self.sparse_mut() else {
+            return Err(DecodeError::InvalidField { field: "flags", reason: "this shape has no sparse mode" });
+        };
+        if coded {
+            sparse::decode_coded_entries(r, limit, set)?
+        } else {
+            sparse::decode_entries(r, limit, set)?
         }
         Ok(self)
     }
