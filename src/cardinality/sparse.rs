@@ -335,30 +335,31 @@ impl Sparse {
         // The entries out of the slots without a branch: each slot written at the place after
         // the entries so far, which only an entry moves on (the extra place takes the empty
         // slots after the last entry).
-        let mut entries = vec![0u32; n + 1];
+        // The top `bits` of an entry are its bucket (none below two entries).
+        let bits = n.next_power_of_two().trailing_zeros();
+        let buckets = 1usize << bits;
+        let bucket = |e: u32| (u64::from(e) >> (32 - bits)) as usize;
+        // One allocation for the entries and the buckets' counts.
+        let mut scratch = vec![0u32; n + 1 + buckets];
+        let (entries, next) = scratch.split_at_mut(n + 1);
         let mut at = 0;
         for &e in &self.slots {
             entries[at.min(n)] = e;
             at += usize::from(e != 0);
         }
-        entries.truncate(n);
-        // The top `bits` of an entry are its bucket (none below two entries).
-        let bits = n.next_power_of_two().trailing_zeros();
-        let buckets = 1usize << bits;
-        let bucket = |e: u32| (u64::from(e) >> (32 - bits)) as usize;
-        let mut next = vec![0u32; buckets];
-        for &e in &entries {
+        let entries = &entries[..n];
+        for &e in entries {
             next[bucket(e)] += 1;
         }
         // Each bucket's count turned into its first place: the sum carried in a register, not
         // read back from the slot just written.
         let (mut sum, mut largest) = (0, 0);
-        for slot in &mut next {
+        for slot in next.iter_mut() {
             largest = largest.max(*slot);
             (*slot, sum) = (sum, sum + *slot);
         }
         let mut out = vec![0u32; n];
-        for &e in &entries {
+        for &e in entries {
             let b = bucket(e);
             out[next[b] as usize] = e;
             next[b] += 1;
@@ -663,8 +664,9 @@ impl BitWriter {
     }
 
     /// Appends an entry that takes more than 32 bits: `quotient` ones and a zero, the `low`
-    /// bits, `extra` ones, and `closing` zeros (1 or none). Out of line, so that the writer of
-    /// the others keeps its state in registers.
+    /// bits, `extra` ones, and `closing` zeros (1 or none). Out of line, as it is rare (a
+    /// quotient above about `30 − b`, or a rank far above the least): the loop of the others
+    /// stays small.
     #[cold]
     #[inline(never)]
     fn put_long(&mut self, quotient: u32, (low, b): (u32, u32), extra: u32, closing: u32) {
