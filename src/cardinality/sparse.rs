@@ -325,11 +325,12 @@ impl Sparse {
 
     /// The entries in ascending order: the canonical order of the encodings.
     ///
-    /// A distribution by their top bits, as many buckets as entries, then each bucket sorted:
-    /// an entry's top bits are uniform hash bits, so the buckets hold one entry on average and
-    /// the sort costs two passes over the slots (4.5 times faster than `sort_unstable` on 3000
-    /// entries). Entries crafted into one bucket cost that bucket's `sort_unstable`: no more
-    /// than sorting them all.
+    /// A distribution by their top bits into about as many buckets as entries, then an
+    /// insertion sort: an entry's top bits are uniform hash bits, so a bucket holds about one
+    /// entry and the insertion sort moves each entry a place or two. For 3000 entries, 10 µs
+    /// instead of 24 to collect them and `sort_unstable` them. Where the largest bucket holds
+    /// more than 32 entries, as only crafted ones do, `sort_unstable` sorts them instead: the
+    /// cost is never more than that.
     pub(crate) fn sorted_entries(&self) -> Vec<u32> {
         let n = self.len();
         // The entries out of the slots without a branch: each slot written at the place after
@@ -588,7 +589,7 @@ pub(crate) fn decode_coded_entries(r: &mut Reader<'_>, limit: usize, set: &mut S
 /// entry the encoder writes. For the entries [`decode_coded_entries`] cannot read from one
 /// word: a long quotient, the end of the stream, or an invalid entry. (It takes and returns
 /// the reader, not a reference to it, which then stays in registers in the decoder's loop:
-/// 1.5 times faster.)
+/// 1.13 times faster.)
 #[cold]
 #[inline(never)]
 fn coded_entry(
@@ -628,7 +629,8 @@ fn coded_entry(
 /// Bits written least significant first, into bytes: a 64-bit accumulator that moves out 32
 /// bits at a time. (With the `bitvec` crate's vector and slice in its place and
 /// [`BitReader`]'s, 1000 entries took 52 µs to encode and 41 µs to decode, against 13 and 10
-/// µs with these, the plain encoding's 9.4 and 5.1 µs (which sort and insert them too) included.)
+/// µs with these at the time, the plain encoding's 9.4 and 5.1 µs (which sort and insert them
+/// too) included; 8.0 and 5.9 µs now.)
 struct BitWriter {
     bytes: Vec<u8>,
     acc: u64,
