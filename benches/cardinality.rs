@@ -615,6 +615,66 @@ fn bench_ull_compressed(c: &mut Criterion) {
     }
 }
 
+/// The same encodings over a population of sketches, as a warehouse holds them: 65 sketches at
+/// p = 10, over `m·2^(k/4)` distinct items for k = 0 to 64 (16 octaves, up to 6.7·10^7 items),
+/// coded and decoded in turn; the time is for the whole population. The coder's tables are
+/// per scale (cached, shared a level apart), so this times what a single sketch coded over
+/// and over cannot.
+fn bench_ull_compressed_population(c: &mut Criterion) {
+    let p = 10_u8;
+    let (mut ulls, mut cpcs) = (Vec::new(), Vec::new());
+    for k in 0..=64 {
+        let n = ((1_u64 << p) as f64 * 2_f64.powf(f64::from(k) / 4.0)) as u64;
+        let mut ull = UltraLogLog::new(p).expect("a precision");
+        ull.observe_all(0..n);
+        let mut cpc = CpcSketch::new(p).expect("a precision");
+        (0..n).for_each(|i| cpc.update(i));
+        ulls.push(ull);
+        cpcs.push(cpc);
+    }
+    let coded: Vec<Vec<u8>> = ulls.iter().map(UltraLogLog::to_compressed_bytes).collect();
+    let plain: Vec<Vec<u8>> = ulls.iter().map(UltraLogLog::to_bytes).collect();
+    let theirs: Vec<Vec<u8>> = cpcs.iter().map(CpcSketch::serialize).collect();
+    let cfg = format!("p{p}_65_sketches");
+    let mut g = small_group(c, "ull_compressed/population_encode");
+    g.bench_function(id(&cfg, "synopses_compressed"), |b| {
+        b.iter(|| black_box(&ulls).iter().map(|u| u.to_compressed_bytes().len()).sum::<usize>())
+    });
+    g.bench_function(id(&cfg, "synopses_plain"), |b| {
+        b.iter(|| black_box(&ulls).iter().map(|u| u.to_bytes().len()).sum::<usize>())
+    });
+    g.bench_function(id(&cfg, "datasketches_cpc"), |b| {
+        b.iter(|| black_box(&cpcs).iter().map(|s| s.serialize().len()).sum::<usize>())
+    });
+    g.finish();
+    let mut g = small_group(c, "ull_compressed/population_decode");
+    g.bench_function(id(&cfg, "synopses_compressed"), |b| {
+        b.iter(|| {
+            black_box(&coded)
+                .iter()
+                .map(|c| usize::from(UltraLogLog::from_bytes(c).expect("valid").precision()))
+                .sum::<usize>()
+        })
+    });
+    g.bench_function(id(&cfg, "synopses_plain"), |b| {
+        b.iter(|| {
+            black_box(&plain)
+                .iter()
+                .map(|c| usize::from(UltraLogLog::from_bytes(c).expect("valid").precision()))
+                .sum::<usize>()
+        })
+    });
+    g.bench_function(id(&cfg, "datasketches_cpc"), |b| {
+        b.iter(|| {
+            black_box(&theirs)
+                .iter()
+                .map(|c| usize::from(CpcSketch::deserialize(c).expect("valid").lg_k()))
+                .sum::<usize>()
+        })
+    });
+    g.finish();
+}
+
 fn bench_parallel(c: &mut Criterion) {
     use synopses::core::OperatorExt as _;
     let items = gen_u64s(N_PAR);
@@ -1093,6 +1153,7 @@ criterion_group!(
     bench_merge,
     bench_bytes,
     bench_ull_compressed,
+    bench_ull_compressed_population,
     bench_parallel,
     bench_fm,
     bench_ull_ell_observe,
