@@ -539,8 +539,10 @@ fn estimates_are_pinned() -> TestResult {
 }
 
 /// HyperLogLog's entropy-coded encoding (`to_compressed_bytes`), pinned like UltraLogLog's
-/// below, for one stream (martingale kept, default seed left out), a merge of a seed and a
-/// sparse sketch (its entries gap-coded).
+/// below, for one stream (martingale kept, default seed left out), a merge of a seed, a
+/// sparse sketch (its entries gap-coded), and a sketch of 3900 items a register, whose code's
+/// tables are shifted from those of a lower scale (these bytes, like the others, are the ones
+/// the coder wrote before it shifted tables).
 #[test]
 fn compressed_hyperloglog_bytes_are_pinned() -> TestResult {
     let one = hll(12, DEFAULT_SEED, 0..100_000)?;
@@ -548,9 +550,14 @@ fn compressed_hyperloglog_bytes_are_pinned() -> TestResult {
     merged.merge(&hll(10, 7, 40_000..100_000)?)?;
     let sparse = hll(12, DEFAULT_SEED, 0..500)?;
     assert!(sparse.is_sparse());
-    let pinned: [(u64, usize); 3] =
-        [(7099343344785123818, 1485), (11824653448521407852, 391), (13559301128779491312, 1305)];
-    for (sketch, (digest, len)) in [one, merged, sparse].iter().zip(pinned) {
+    let large = hll(8, DEFAULT_SEED, 0..1_000_000)?;
+    let pinned: [(u64, usize); 4] = [
+        (7099343344785123818, 1485),
+        (11824653448521407852, 391),
+        (13559301128779491312, 1305),
+        (11149399369879249831, 121),
+    ];
+    for (sketch, (digest, len)) in [one, merged, sparse, large].iter().zip(pinned) {
         let bytes = sketch.to_compressed_bytes();
         assert!(bytes.len() < sketch.to_bytes().len(), "the coded form is the smaller");
         assert_eq!((xxh3_64_with_seed(&bytes, 0), bytes.len()), (digest, len), "{sketch:?}");
@@ -560,8 +567,9 @@ fn compressed_hyperloglog_bytes_are_pinned() -> TestResult {
 }
 
 /// UltraLogLog's entropy-coded encoding (`to_compressed_bytes`), pinned by length and digest
-/// for a sketch of one stream (martingale kept), a merged one, a small one and a sparse one
-/// (its entries gap-coded): a change to the register model, the exponential it is computed
+/// for a sketch of one stream (martingale kept), a merged one, a small one, a sparse one (its
+/// entries gap-coded) and one of 3900 items a register (its code's tables shifted from a lower
+/// scale's, the same bytes as before they were): a change to the register model, the exponential it is computed
 /// with, the scale's sample, the construction of the Huffman code (its lengths, their limit,
 /// the escape, the canonical order), the streams or the entries' code changes these bytes,
 /// and would leave stored sketches undecodable.
@@ -579,13 +587,16 @@ fn compressed_ultraloglog_bytes_are_pinned() -> TestResult {
     let mut sparse = UltraLogLog::with_seed(14, 3)?;
     sparse.observe_all(0..1_000_u64);
     assert!(sparse.is_sparse());
-    let pinned: [(u64, usize); 4] = [
+    let mut large = UltraLogLog::new(8)?;
+    large.observe_all(0..1_000_000_u64);
+    let pinned: [(u64, usize); 5] = [
         (13650774835723930160, 546),
         (3245108650905199036, 2076),
         (15045058497608015355, 131),
         (10941741779291806994, 2481),
+        (2226643275646902339, 155),
     ];
-    for (sketch, (digest, len)) in [one, merged, small, sparse].iter().zip(pinned) {
+    for (sketch, (digest, len)) in [one, merged, small, sparse, large].iter().zip(pinned) {
         let bytes = sketch.to_compressed_bytes();
         assert!(bytes.len() < sketch.to_bytes().len(), "the coded form is the smaller");
         assert_eq!((xxh3_64_with_seed(&bytes, 0), bytes.len()), (digest, len), "{sketch:?}");

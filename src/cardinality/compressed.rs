@@ -26,8 +26,8 @@
 //! 64 values, for the encoder; the value, and the pair of values, that each 11 bits read start
 //! with, for the decoder) are built once and kept in a cache for the process
 //! ([`Tables::cached`]). Where `n ≫ m` the model at twice the scale is the same a level higher,
-//! so the tables of a scale are those of the scale an octave lower shifted, a few microseconds
-//! instead of eleven.
+//! so the tables of a scale are those of one of 16 origins (an octave of scales) shifted, in
+//! 3 µs instead of 11.
 //!
 //! **The streams.** The registers are split in four quarters, each its own bit stream, so that
 //! the decoder reads four at a time (a table lookup each, independent of the three others). The
@@ -401,9 +401,11 @@ pub(crate) struct Tables {
     origin: Option<(Arc<Tables>, u8)>,
 }
 
-/// The first scale code whose tables are shifted from another's, an octave lower and a level
-/// higher ([`Tables::shifted`]): `λ = 2^7`. From `λ ≈ 28` an empty register is too rare to
-/// weigh in the model (`e^(−λ)·2^40 < 1`), and the model only moves up a level an octave.
+/// The first of the 16 origins of a shape, the scale codes of one octave, from `λ = 2^7`: the
+/// tables of a code `k` octaves above (from `λ = 2^8`) are an origin's with each value `k`
+/// levels higher ([`Tables::shifted`]). From `λ ≈ 28` an empty register is too rare to weigh
+/// in the model (`e^(−λ)·2^40 < 1`), and the model only moves up a level an octave, until the
+/// top level comes near.
 const SHIFTED_FROM: u16 = CODE_OF_ONE as u16 + 7 * STEPS_PER_OCTAVE as u16;
 
 /// The encoder's table of register pairs: for the registers `r, s` of a window of 64 values
@@ -444,20 +446,22 @@ impl Window {
         }
         let pair = |i: usize| {
             let (r, s) = (i % 256, i / 256);
-            if r >= 64 {
-                return 0;
-            }
-            let (first, second) = (encode[base + r], encode[base + s]);
-            let len = (first >> 56) as u32;
-            if (first | second) & ESCAPED != 0 {
-                SLOW
-            } else {
-                (first as u32 | (second as u32) << len) << 5 | (len + (second >> 56) as u32)
-            }
+            if r >= 64 { 0 } else { Self::entry(encode[base + r], encode[base + s]) }
         };
         let pairs: Arc<[u32]> = (0..WINDOW_PAIRS).map(pair).collect();
         let Ok(pairs) = pairs.try_into() else { unreachable!("{WINDOW_PAIRS} entries") };
         Self { base: base as u8, pairs }
+    }
+
+    /// The entry of two registers whose codes (from the encoder's table) are `first` and
+    /// `second`.
+    fn entry(first: u64, second: u64) -> u32 {
+        let len = (first >> 56) as u32;
+        if (first | second) & ESCAPED != 0 {
+            SLOW
+        } else {
+            (first as u32 | (second as u32) << len) << 5 | (len + (second >> 56) as u32)
+        }
     }
 
     /// The window of the same code, each value `by` higher, if it stays within 192.
@@ -551,8 +555,9 @@ impl Tables {
         Ok(Self { encode, decode, pairs, window: OnceLock::new(), common, weights, escape, origin })
     }
 
-    /// The tables of `shape` at scale `code`, shifted from the cached ones an octave or more
-    /// lower (see [`shifted`](Self::shifted)) where they have the same model, else built.
+    /// The tables of `shape` at scale `code`: shifted from those of the origin a whole number
+    /// of octaves lower (see [`shifted`](Self::shifted)) where they have the same model, else
+    /// built.
     fn build(shape: Shape, code: u16) -> Self {
         let (common, weights) = model(shape, code);
         let (common, weights) = match code.checked_sub(SHIFTED_FROM) {
@@ -581,17 +586,24 @@ impl Tables {
         })
     }
 
-    /// The tables of `shape` at scale `code`, from a process-wide cache of 512 entries, one
-    /// slot a scale (within 32 octaves) and shape: building them takes 11 µs (3 µs shifted
-    /// from an octave lower, [`build`](Self::build)), more than coding a small sketch. The
-    /// cache holds at most 7.5 MB, and 64 KB more for each window an encoder builds (those of
-    /// 16 scales a shape, which the others shift).
+    /// The tables of `shape` at scale `code`, from a process-wide cache: building them takes
+    /// 11 µs, 3 µs shifted from an origin ([`build`](Self::build)), more than coding a small
+    /// sketch. The 16 origins of a shape (the codes from [`SHIFTED_FROM`]) have a cache of 64
+    /// slots, the other codes one of 512, one slot a scale (within 32 octaves) and shape, so
+    /// that the tables shifted from an origin do not evict it. Tables take 15 KB (8.4 MB for
+    /// the 576 slots), and the encoder's windows 64 KB each: those of the origins of each shape
+    /// that encodes (1 MB a shape), which the other scales share. (An origin evicted from its
+    /// slot stays while tables shifted from it do.)
     fn cached(shape: Shape, code: u16) -> Arc<Self> {
-        const SLOTS: usize = 512;
         type Slot = Mutex<Option<(u32, Arc<Tables>)>>;
-        static CACHE: [Slot; SLOTS] = [const { Mutex::new(None) }; SLOTS];
+        static ORIGINS: [Slot; 64] = [const { Mutex::new(None) }; 64];
+        static CACHE: [Slot; 512] = [const { Mutex::new(None) }; 512];
         let key = u32::from(code) | u32::from(shape.p) << 16 | u32::from(shape.d) << 24 | u32::from(shape.t) << 28;
-        let slot = &CACHE[(usize::from(code) + 61 * usize::from(shape.p) + 127 * usize::from(shape.d)) % SLOTS];
+        let mix = 61 * usize::from(shape.p) + 127 * usize::from(shape.d);
+        let slot = match code.checked_sub(SHIFTED_FROM) {
+            Some(above) if above < 16 => &ORIGINS[(usize::from(above) + 16 * mix) % ORIGINS.len()],
+            _ => &CACHE[(usize::from(code) + mix) % CACHE.len()],
+        };
         // A slot's value is whole whenever it is stored, so a poisoned lock (a panic while it
         // was held, which the code below cannot cause) is used as it is.
         if let Some((k, tables)) = slot.lock().unwrap_or_else(PoisonError::into_inner).as_ref()
@@ -648,8 +660,7 @@ impl BitWriter {
         self.bits -= 8 * whole;
     }
 
-    /// Two codewords, then the buffer's whole bytes written out. (Four codewords a write when
-    /// none is an escape measured 6 % slower: the test costs more than the write it saves.)
+    /// Two codewords (at most 38 bits), then the buffer's whole bytes written out.
     #[inline(always)]
     fn put_two(&mut self, first: u64, second: u64, out: &mut Block) {
         self.put(first);
@@ -666,7 +677,8 @@ impl BitWriter {
 
     /// Eight registers (the first one in the low byte): four entries of the window's table
     /// (`pairs`, from `base` in each byte), when all eight lie in the window and no pair has an
-    /// escape, two pairs a write (at most `7 + 2·22` bits); else a register at a time.
+    /// escape, in one write where they fit below 64 bits, else two; otherwise a register at a
+    /// time.
     #[inline(always)]
     fn put_eight(&mut self, eight: u64, base: u64, pairs: &[u32; WINDOW_PAIRS], encode: &[u64; 256], out: &mut Block) {
         // Each byte less the window's first value: one below it borrows from the next, but is
@@ -718,9 +730,10 @@ impl BitWriter {
     }
 }
 
-/// Writes the codewords of `registers` (an even number) into `out`, a block and four
+/// Writes the codewords of `registers` (an even number) into `out`, a block and eight
 /// registers at a time, returning the bytes of the stream; `None` if they and a block's room
-/// do not fit in `out`.
+/// do not fit in `out`. (The last block, of the registers after the whole blocks, may be
+/// empty: it still takes a block's room, which the room for a stream allows.)
 fn encode(registers: &[u8], tables: &Tables, out: &mut [u8]) -> Option<usize> {
     let (window, encode) = (tables.window(), &tables.encode);
     let (base, pairs) = (u64::from(window.base) * 0x0101_0101_0101_0101, &*window.pairs);
@@ -1299,6 +1312,32 @@ mod tests {
         }
     }
 
+    /// `Coded::of` codes the registers exactly when that is shorter than the plain length it
+    /// is given: for registers drawn from the model, uniformly (escapes) and saturated, and
+    /// plain lengths around the coded one (the encoder's room ends a block past it).
+    #[test]
+    fn coded_only_when_shorter() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(43);
+        for (p, d) in [(3u8, 2u8), (4, 2), (6, 2), (9, 2), (12, 2), (5, 0), (10, 0)] {
+            let shape = Shape { p, t: 0, d };
+            let worst = shape.registers() * LONGEST_FORM as usize / 8 + 64;
+            for trial in 0..30 {
+                let code = rng.random_range(0..=MOST_CODE);
+                let mut registers = registers_at(shape, code, trial % 3 == 0, &mut rng);
+                if trial % 5 == 4 {
+                    let top = (0..=255u8).rev().find(|&r| shape.is_valid(u64::from(r))).expect("a valid value");
+                    registers.iter_mut().for_each(|r| *r = top);
+                }
+                let len = Coded::of(&registers, shape, worst).expect("shorter than the worst case").len();
+                for plain_len in len.saturating_sub(40)..len + 40 {
+                    let coded = Coded::of(&registers, shape, plain_len);
+                    assert_eq!(coded.is_some(), len < plain_len, "{shape:?}, code {code}, {len} against {plain_len}");
+                    assert!(coded.is_none_or(|c| c.len() == len));
+                }
+            }
+        }
+    }
+
     /// The coded bits of registers drawn from the model are its mean codeword length a
     /// register, within 5 standard deviations (their variance `m·Var[len]`): the code costs
     /// what its lengths say, and nothing is lost to the streams but their padding.
@@ -1337,11 +1376,14 @@ mod tests {
     #[test]
     fn the_cache_gives_the_tables_of_its_key() {
         let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(41);
-        for (p, d, code) in [(10u8, 2u8, 1100u16), (10, 2, 1356), (11, 2, 1100), (10, 0, 1100), (3, 2, 0)] {
-            let shape = Shape { p, t: 0, d };
-            let (cached, built) = (Tables::cached(shape, code), Tables::new(shape, code));
-            let same = cached.encode == built.encode && cached.decode == built.decode && cached.pairs == built.pairs;
-            assert!(same, "p {p}, d {d}, code {code}");
+        for _ in 0..2 {
+            for (p, d, code) in [(10u8, 2u8, 1100u16), (10, 2, 1356), (11, 2, 1100), (10, 0, 1100), (3, 2, 0)] {
+                let shape = Shape { p, t: 0, d };
+                let (cached, built) = (Tables::cached(shape, code), Tables::new(shape, code));
+                let same =
+                    cached.encode == built.encode && cached.decode == built.decode && cached.pairs == built.pairs;
+                assert!(same, "p {p}, d {d}, code {code}");
+            }
         }
         let shapes = (3..=26u8).flat_map(|p| [Shape { p, t: 0, d: 2 }, Shape { p, t: 0, d: 0 }]);
         for shape in shapes {
@@ -1354,6 +1396,13 @@ mod tests {
                 assert!(same, "{shape:?}, code {code}");
                 if cached.origin.is_some() {
                     shifted += every;
+                    // The window, shifted from the origin's, is the one of these codes.
+                    let window = cached.window();
+                    let base = usize::from(window.base);
+                    for (r, s) in (0..64).flat_map(|r| (0..64).map(move |s| (r, s))) {
+                        let entry = Window::entry(cached.encode[base + r], cached.encode[base + s]);
+                        assert_eq!(window.pairs[r + 256 * s], entry, "{shape:?}, code {code}, base {base}");
+                    }
                 }
                 if cached.origin.is_some() && shape.p <= 8 && code % 5 == 0 {
                     let registers = registers_at(shape, code, false, &mut rng);
@@ -1364,8 +1413,8 @@ mod tests {
                     );
                 }
             }
-            // From λ = 2^8 to where the top level comes within 2^-16·λ... of the model: at
-            // least the octaves from 2^8 up to 2^(L − 24).
+            // From λ = 2^8 to where the top level L = 64 − p weighs in the model (`λ·2^-L`
+            // above 2^-16): at least the octaves from 2^8 up to 2^(L − 24).
             let octaves = (64 - u32::from(shape.p)).saturating_sub(24 + 8) as usize;
             assert!(shifted >= 16 * octaves, "{shape:?}: {shifted} codes shifted");
         }
