@@ -528,7 +528,7 @@ impl Tables {
     }
 
     /// The tables of the model `common, weights` where it is `origin`'s, each common value `by`
-    /// higher (else `None`): the same code, each table's values shifted, which takes a tenth
+    /// higher (else the model, given back): the same code, each table's values shifted, which takes a tenth
     /// of the time of building it (a scale code and the one 16 above give the same model a
     /// level higher, from `λ` of a few dozen to near the top level, [`SHIFTED_FROM`]). The
     /// window is `origin`'s, shifted, when the encoder first wants it.
@@ -589,20 +589,24 @@ impl Tables {
 
     /// The tables of `shape` at scale `code`, from a process-wide cache: building them takes
     /// 11 µs, 3 µs shifted from an origin ([`build`](Self::build)), more than coding a small
-    /// sketch. The 16 origins of a shape (the codes from [`SHIFTED_FROM`]) have a cache of 64
-    /// slots, the other codes one of 512, one slot a scale (within 32 octaves) and shape, so
-    /// that the tables shifted from an origin do not evict it. Tables take 15 KB (8.4 MB for
-    /// the 576 slots), and the encoder's windows 64 KB each: those of the origins of each shape
-    /// that encodes (1 MB a shape), which the other scales share. (An origin evicted from its
-    /// slot stays while tables shifted from it do.)
+    /// sketch. The 16 origins of a shape (the codes from [`SHIFTED_FROM`]) have a cache of 256
+    /// slots (those of 16 shapes in turn: UltraLogLog's and HyperLogLog's at p = 10, 12 and 14
+    /// do not meet), the other codes one of 512, one slot a scale (within 32 octaves) and
+    /// shape, so that the tables shifted from an origin do not evict it. Tables take 15 KB (at
+    /// most 11.5 MB for the 768 slots), and the encoder's windows 64 KB each: those of the
+    /// origins of each shape that encodes (1 MB a shape), which the other scales share. (An
+    /// origin evicted from its slot stays while tables shifted from it do.)
     fn cached(shape: Shape, code: u16) -> Arc<Self> {
         type Slot = Mutex<Option<(u32, Arc<Tables>)>>;
-        static ORIGINS: [Slot; 64] = [const { Mutex::new(None) }; 64];
+        static ORIGINS: [Slot; 256] = [const { Mutex::new(None) }; 256];
         static CACHE: [Slot; 512] = [const { Mutex::new(None) }; 512];
         let key = u32::from(code) | u32::from(shape.p) << 16 | u32::from(shape.d) << 24 | u32::from(shape.t) << 28;
         let mix = 61 * usize::from(shape.p) + 127 * usize::from(shape.d);
         let slot = match code.checked_sub(SHIFTED_FROM) {
-            Some(above) if above < 16 => &ORIGINS[(usize::from(above) + 16 * mix) % ORIGINS.len()],
+            Some(above) if above < 16 => {
+                let shape = 2 * usize::from(shape.p) + usize::from(shape.d / 2);
+                &ORIGINS[(usize::from(above) + 16 * shape) % ORIGINS.len()]
+            }
             _ => &CACHE[(usize::from(code) + mix) % CACHE.len()],
         };
         // A slot's value is whole whenever it is stored, so a poisoned lock (a panic while it
