@@ -1238,8 +1238,8 @@ mod tests {
     /// The encoder, eight registers at a time through the window's pairs where it can, writes
     /// each register's codeword in turn, as a writer a bit at a time does: for registers drawn
     /// from the model, uniformly, and with values at and beside the window's edges (and the
-    /// extremes) in random places; at precisions whose quarters end within a block of four, of
-    /// [`BLOCK`], or at one.
+    /// extremes) in random places; at precisions whose quarters are shorter than a step of
+    /// eight, one step, one [`BLOCK`], or many.
     #[test]
     fn the_encoder_writes_each_codeword_in_turn() {
         let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(31);
