@@ -450,6 +450,7 @@ impl Window {
             if r >= 64 { 0 } else { Self::entry(encode[base + r], encode[base + s]) }
         };
         let pairs: Arc<[u32]> = (0..WINDOW_PAIRS).map(pair).collect();
+        // Collected from exactly `WINDOW_PAIRS` entries, the slice converts to the array.
         let Ok(pairs) = pairs.try_into() else { unreachable!("{WINDOW_PAIRS} entries") };
         Self { base: base as u8, pairs }
     }
