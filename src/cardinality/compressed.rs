@@ -976,13 +976,18 @@ impl Coded {
         w.put_bytes(&self.bytes);
     }
 
-    /// Reads what [`write`](Self::write) wrote, to the end of the body: the registers of
-    /// `shape`, one byte each. Every length is checked before anything is allocated (each
-    /// register takes at least a bit, so `m` registers need `m/8` bytes), and only what
-    /// [`of`](Self::of) writes for a plain encoding of `plain_len` bytes is accepted: the
-    /// scale of the decoded registers and a shorter length. The caller validates the
+    /// Reads the head of what [`write`](Self::write) wrote, to the end of the body: the
+    /// registers of `shape` coded, to be decoded by [`CodedStreams::decode_into`] into the
+    /// caller's registers. Every length is checked here, before the caller allocates them
+    /// (each register takes at least a bit, so `m` registers need `m/8` bytes), and only what
+    /// [`of`](Self::of) writes for a plain encoding of `plain_len` bytes is accepted: a shorter
+    /// length here, the scale of the decoded registers there. The caller validates the
     /// registers themselves.
-    pub(crate) fn read(r: &mut Reader<'_>, shape: Shape, plain_len: usize) -> Result<Vec<u8>, DecodeError> {
+    pub(crate) fn open<'a>(
+        r: &mut Reader<'a>,
+        shape: Shape,
+        plain_len: usize,
+    ) -> Result<CodedStreams<'a>, DecodeError> {
         let too_long = DecodeError::InvalidField { field: "coded length", reason: "not what the registers can take" };
         let code = u16::from_le_bytes(r.array::<2>()?);
         if code > MOST_CODE {
@@ -1016,15 +1021,30 @@ impl Coded {
             body = tail;
             head
         });
-        let mut out = vec![0u8; shape.registers()];
-        decode(streams, &Tables::cached(shape, code), &mut out)?;
-        if code != code_of(&out, shape) {
+        Ok(CodedStreams { shape, code, streams })
+    }
+}
+
+/// A sketch's coded registers, their lengths checked ([`Coded::open`]), not yet decoded.
+pub(crate) struct CodedStreams<'a> {
+    shape: Shape,
+    code: u16,
+    streams: [&'a [u8]; STREAMS],
+}
+
+impl CodedStreams<'_> {
+    /// Decodes the registers into `out` (one byte each, all of the shape's), checking that
+    /// they are at the scale they were coded at, as the encoder gives them.
+    pub(crate) fn decode_into(self, out: &mut [u8]) -> Result<(), DecodeError> {
+        debug_assert_eq!(out.len(), self.shape.registers());
+        decode(self.streams, &Tables::cached(self.shape, self.code), out)?;
+        if self.code != code_of(out, self.shape) {
             return Err(DecodeError::InvalidField {
                 field: "coded registers",
                 reason: "not at the scale the encoder gives them",
             });
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -105,8 +105,10 @@ impl<R: Cell> Core<R> {
         if flags & !(MARTINGALE | SPARSE | CODED | DEFAULT_SEED) != 0 {
             return Err(DecodeError::InvalidField { field: "flags", reason: "unknown flag bits" });
         }
+        let no_coded_form =
+            || DecodeError::InvalidField { field: "flags", reason: "this shape has no entropy-coded form" };
         if flags & CODED != 0 && !Self::codes(shape) {
-            return Err(DecodeError::InvalidField { field: "flags", reason: "this shape has no entropy-coded form" });
+            return Err(no_coded_form());
         }
         let seed = if flags & DEFAULT_SEED != 0 {
             if flags & CODED == 0 {
@@ -141,19 +143,23 @@ impl<R: Cell> Core<R> {
             None
         };
         let bits = shape.bits();
-        let decoded: Vec<u8>;
-        let packed = if flags & CODED != 0 {
-            decoded = Coded::read(r, shape, shape.registers())?;
-            &decoded[..]
+        // The registers' bytes, packed or coded, their lengths checked before the registers
+        // are allocated.
+        let (packed, coded) = if flags & CODED != 0 {
+            (&[][..], Some(Coded::open(r, shape, shape.registers())?))
         } else {
-            r.take(packed_len(shape.registers(), bits))?
+            (r.take(packed_len(shape.registers(), bits))?, None)
         };
         let mut core = Self::new_dense(shape, seed);
         let invalid = DecodeError::InvalidField { field: "registers", reason: "not a register this shape makes" };
         let histogram = if bits == 8 && size_of::<R>() == 1 {
-            // One register a byte (UltraLogLog): a copy, then every check and sum from the
-            // histogram of the bytes (each distinct byte checked once).
-            core.registers.iter_mut().zip(packed).for_each(|(slot, &b)| *slot = R::put(u64::from(b)));
+            // One register a byte (UltraLogLog): decoded in place, or a copy, then every check
+            // and sum from the histogram of the bytes (each distinct byte checked once).
+            match (coded, R::bytes_mut(&mut core.registers)) {
+                (Some(streams), Some(bytes)) => streams.decode_into(bytes)?,
+                (None, _) => core.registers.iter_mut().zip(packed).for_each(|(slot, &b)| *slot = R::put(u64::from(b))),
+                (Some(_), None) => return Err(no_coded_form()),
+            }
             let histogram = core.byte_histogram();
             if (0..256).any(|v| histogram[v] > 0 && !shape.is_valid(v as u64)) {
                 return Err(invalid);
@@ -163,6 +169,9 @@ impl<R: Cell> Core<R> {
             // A 64-bit word read at each register's first byte (ExaLogLog: measured 1.5×
             // faster than shifting bytes through a u128).
             debug_assert!(bits <= WORD_BITS);
+            if coded.is_some() {
+                return Err(no_coded_form());
+            }
             for (i, slot) in core.registers.iter_mut().enumerate() {
                 let v = unpack_word(packed, i, bits);
                 if !shape.is_valid(v) {

@@ -749,9 +749,9 @@ impl HyperLogLog {
             let m = hll.register_count();
             // The registers' bytes read (and their lengths checked) before any allocation.
             let mut d = if coded {
-                let registers = Coded::read(&mut r, Shape { p: precision, t: 0, d: 0 }, m / 4 * 3)?;
+                let streams = Coded::open(&mut r, Shape { p: precision, t: 0, d: 0 }, m / 4 * 3)?;
                 let mut d = Dense::new(precision);
-                d.registers.copy_from_slice(&registers);
+                streams.decode_into(&mut d.registers)?;
                 d
             } else {
                 let packed = r.take(m / 4 * 3)?;

@@ -407,6 +407,11 @@ pub(crate) trait Cell: Copy + Default + PartialEq + std::fmt::Debug {
         None
     }
 
+    /// The cells as bytes to write, when a cell is one: what the entropy decoder fills.
+    fn bytes_mut(_cells: &mut [Self]) -> Option<&mut [u8]> {
+        None
+    }
+
     /// Each of `ours` becomes its [union](Shape::union) with the same register of `theirs`.
     fn union_all(shape: Shape, ours: &mut [Self], theirs: &[Self]) {
         for (a, b) in ours.iter_mut().zip(theirs) {
@@ -418,6 +423,9 @@ pub(crate) trait Cell: Copy + Default + PartialEq + std::fmt::Debug {
 impl Cell for u8 {
     const FIXED: Option<(u8, u8)> = Some((0, 2));
     fn bytes(cells: &[Self]) -> Option<&[u8]> {
+        Some(cells)
+    }
+    fn bytes_mut(cells: &mut [Self]) -> Option<&mut [u8]> {
         Some(cells)
     }
     #[inline]
