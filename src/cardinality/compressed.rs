@@ -41,7 +41,7 @@
 //! 14-bit weights: 0.4 % above the entropy, but 1.5 ns a register each way plus 2 µs a sketch
 //! for the model, 1.7 to 4.6 times the time of DataSketches' CPC serialization. A Huffman code
 //! from a cached table costs a table lookup a register, or a pair, each way: 0.5 ns a register
-//! to encode, about 1 to decode (0.51 to 0.76 of CPC's time to encode, 0.46 to 0.96 to decode,
+//! to encode, about 1 to decode (0.53 to 0.78 of CPC's time to encode, 0.46 to 0.87 to decode,
 //! at p = 14 to 10), and the four coders' final
 //! states (8 to 32 bytes) go: at p = 12 and 14 a coded sketch is 0.4 and 0.9 % larger than
 //! with ANS, at p = 10 the same, at p = 8 6 % smaller. No Rust Huffman crate fits: the ones

@@ -234,8 +234,8 @@
 //! serialized byte measured here: after a merge, a memory-variance product of
 //! 2.16–2.27 against 2.36–2.46 for DataSketches' CPC, the previous best, and 4.63 for the
 //! plain encoding (`benches/examples/per_byte.rs`). Coding costs a table lookup a register, or
-//! a pair, each way, from tables built once a process for each scale: 2.4 and 6.0 µs at p = 12
-//! to encode and decode, against 0.3 and 2.5 µs for the plain encoding and 4.3 and 10.4 µs
+//! a pair, each way, from tables built once a process for each scale: 2.4 and 5.8 µs at p = 12
+//! to encode and decode, against 0.3 and 2.4 µs for the plain encoding and 4.1 and 10.4 µs
 //! for CPC's serialization and deserialization. Store sketches coded; keep them plain in
 //! memory (the coded form is an encoding, not a state to update).
 //! [`HyperLogLog::to_compressed_bytes`] codes HyperLogLog's registers the same way, against

@@ -604,10 +604,9 @@ impl UltraLogLog {
     /// product of 2.2 to 2.3 after a merge (maximum-likelihood estimator) at 1 and 4 KiB,
     /// against 4.63 plain and 2.4 for DataSketches' CPC (`cargo run --release -p
     /// synopses-benches --example per_byte`). Coding costs a table lookup a register, or a
-    /// pair, each way (the code's tables are built once a process for each scale): 2.4 and 6.0
-    /// µs to encode and decode at precision 12, against 0.32 and 2.5 µs plain and 4.3 and 10.4
-    /// µs for CPC
-    /// (`cargo bench -p synopses-benches --bench cardinality -- ull_compressed`).
+    /// pair, each way (the code's tables are built once a process for each scale): 2.4 and 5.8
+    /// µs to encode and decode at precision 12, against 0.30 and 2.4 µs plain and 4.1 and 10.4
+    /// µs for CPC (`cargo bench -p synopses-benches --bench cardinality -- ull_compressed`).
     ///
     /// ```
     /// use synopses::cardinality::UltraLogLog;
