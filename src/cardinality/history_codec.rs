@@ -155,6 +155,8 @@ impl<R: Cell> Core<R> {
         let histogram = if bits == 8 && size_of::<R>() == 1 {
             // One register a byte (UltraLogLog): decoded in place, or a copy, then every check
             // and sum from the histogram of the bytes (each distinct byte checked once).
+            // (A shape with a coded form has one-byte cells, which are bytes: the last arm, as
+            // the check of `coded` in the other branch, is only the error it would be.)
             match (coded, R::bytes_mut(&mut core.registers)) {
                 (Some(streams), Some(bytes)) => streams.decode_into(bytes)?,
                 (None, _) => core.registers.iter_mut().zip(packed).for_each(|(slot, &b)| *slot = R::put(u64::from(b))),
