@@ -637,22 +637,7 @@ impl CodedEntries {
 /// read, into a table grown for them all first: the inserts' probes then overlap the reads
 /// (1.1 times faster than reading them all first).
 pub(crate) fn decode_coded_entries(r: &mut Reader<'_>, limit: usize, set: &mut Sparse) -> Result<(), DecodeError> {
-    let invalid = |reason| DecodeError::InvalidField { field: "sparse entries", reason };
-    let n = r.varint()?;
-    if n > limit as u64 {
-        return Err(DecodeError::InvalidField {
-            field: "sparse count",
-            reason: "more entries than the sparse mode holds",
-        });
-    }
-    let n = n as usize;
-    let b = rice_bits(n);
-    let rest = r.rest();
-    if rest.len().saturating_mul(8) < n * (b + 1) {
-        return Err(DecodeError::Truncated { needed: (n * (b + 1)).div_ceil(8), available: rest.len() });
-    }
-    let mut bits = BitReader::new(rest);
-    let b = b as u32;
+    let (n, b, mut bits) = coded_count(r, limit)?;
     // The previous entry's hash bits and rank (none: 0 and 0, so that the first entry's least
     // rank is 1).
     let (mut previous_top, mut previous_rank) = (0u32, 0u32);
@@ -701,6 +686,34 @@ pub(crate) fn decode_coded_entries(r: &mut Reader<'_>, limit: usize, set: &mut S
             Ok(previous_top << RANK_BITS | previous_rank)
         },
     )?;
+    coded_end(r, bits, n)
+}
+
+/// The head of what [`CodedEntries::write`] wrote: the count of entries, no more than `limit`
+/// and no more than the bits left hold (each entry takes at least `b + 1`), the Rice parameter
+/// `b` of that count, and a reader of the bits.
+fn coded_count<'a>(r: &mut Reader<'a>, limit: usize) -> Result<(usize, u32, BitReader<'a>), DecodeError> {
+    let n = r.varint()?;
+    if n > limit as u64 {
+        return Err(DecodeError::InvalidField {
+            field: "sparse count",
+            reason: "more entries than the sparse mode holds",
+        });
+    }
+    let n = n as usize;
+    let b = rice_bits(n);
+    let rest = r.rest();
+    if rest.len().saturating_mul(8) < n * (b + 1) {
+        return Err(DecodeError::Truncated { needed: (n * (b + 1)).div_ceil(8), available: rest.len() });
+    }
+    Ok((n, b as u32, BitReader::new(rest)))
+}
+
+/// The end of what [`CodedEntries::write`] wrote, once its `n` entries are read from `bits`:
+/// the padding zero, and the coded form shorter than the plain one, as only the encoder writes
+/// it. The bytes read are taken from `r`.
+fn coded_end(r: &mut Reader<'_>, mut bits: BitReader<'_>, n: usize) -> Result<(), DecodeError> {
+    let invalid = |reason| DecodeError::InvalidField { field: "sparse entries", reason };
     let used = bits.read().div_ceil(8);
     if bits.take((used * 8 - bits.read()) as u32) != Some(0) {
         return Err(invalid("padding bits set"));
@@ -1336,38 +1349,19 @@ mod tests {
     fn the_fast_reader_reads_as_the_field_by_field_one() {
         /// The decoder with every entry read by `coded_entry`: its entries, or its error.
         fn field_by_field(stream: &[u8], limit: usize) -> Result<Vec<u32>, DecodeError> {
-            let invalid = |reason| DecodeError::InvalidField { field: "sparse entries", reason };
             let mut w = Writer::new(0, crate::codec::ENVELOPE_LEN + stream.len());
             w.put_bytes(stream);
             let bytes = w.finish();
             let mut r = Reader::open(&bytes, 0)?;
-            let n = r.varint()?;
-            if n > limit as u64 {
-                return Err(DecodeError::InvalidField {
-                    field: "sparse count",
-                    reason: "more entries than the sparse mode holds",
-                });
-            }
-            let n = n as usize;
-            let b = rice_bits(n);
-            let rest = r.rest();
-            if rest.len().saturating_mul(8) < n * (b + 1) {
-                return Err(DecodeError::Truncated { needed: (n * (b + 1)).div_ceil(8), available: rest.len() });
-            }
-            let (mut at, mut previous, mut entries) = ((0, 0, 0), (0, 0), Vec::new());
+            let (n, b, mut bits) = coded_count(&mut r, limit)?;
+            let (mut previous, mut entries) = ((0, 0), Vec::new());
             for _ in 0..n {
-                (at, previous) = coded_entry(rest, at, b as u32, previous)?;
+                let at;
+                (at, previous) = coded_entry(bits.bytes, (bits.next, bits.buffer, bits.waiting), b, previous)?;
+                (bits.next, bits.buffer, bits.waiting) = at;
                 entries.push(previous.0 << RANK_BITS | previous.1);
             }
-            let mut bits = BitReader { bytes: rest, next: at.0, buffer: at.1, waiting: at.2 };
-            let used = bits.read().div_ceil(8);
-            if bits.take((used * 8 - bits.read()) as u32) != Some(0) {
-                return Err(invalid("padding bits set"));
-            }
-            r.take(used)?;
-            if varint_len(n as u64) + used >= plain_len(n) {
-                return Err(invalid("coded no shorter than plain, which the encoder writes instead"));
-            }
+            coded_end(&mut r, bits, n)?;
             r.finish()?;
             Ok(entries)
         }
