@@ -645,6 +645,14 @@ pub(crate) fn decode_coded_entries(r: &mut Reader<'_>, limit: usize, set: &mut S
     // `n` is no more than the bits hold (above). Each entry goes into the set as it is read:
     // the inserts' probes then overlap the reads (1.1 times faster than reading them all
     // first).
+    // A refill every other entry where two entries fit the 56 bits or more a refill leaves,
+    // as they do but for at most about 1 pair in 100 when `b` is 18 or less (`n` above 123),
+    // and a refill each where entries are longer. A branch on the bits waiting, taken every two
+    // or three entries with no pattern, is mispredicted where one every other entry is not:
+    // 3000 and 1000 entries decoded 1.07 and 1.08 times faster. (The first entry's refill is
+    // here, then one before the second, the fourth, and so on.)
+    let (refill_every_other, mut taken) = (u32::from(b <= 18), 0u32);
+    bits.refill();
     set.fill(
         n,
         limit,
@@ -652,11 +660,12 @@ pub(crate) fn decode_coded_entries(r: &mut Reader<'_>, limit: usize, set: &mut S
         || {
             // Most entries lie whole among the bits waiting: the quotient's ones and zero, the low
             // bits and the rank's ones and their zero (56 bits or more after a refill, an entry
-            // about 20). Then they are read from one word, as if they were: the chain from one
-            // entry's length to the next is two counts of ones and three additions, and whether
-            // they were whole and valid is checked beside it. Otherwise (`coded_entry`) one field
-            // at a time.
-            if bits.waiting < 57 {
+            // about `b + 4`). Then they are read from one word, as if they were: the chain from
+            // one entry's length to the next is two counts of ones and three additions, and
+            // whether they were whole and valid is checked beside it. Otherwise (`coded_entry`,
+            // which refills as it needs) one field at a time.
+            taken += 1;
+            if taken & refill_every_other == 0 {
                 bits.refill();
             }
             let (word, inverse) = (bits.buffer, !bits.buffer);
