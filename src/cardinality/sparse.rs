@@ -642,16 +642,15 @@ pub(crate) fn decode_coded_entries(r: &mut Reader<'_>, limit: usize, set: &mut S
     // rank is 1).
     let (mut previous_top, mut previous_rank) = (0u32, 0u32);
     let low_bits = (1 << b) - 1;
-    // `n` is no more than the bits hold (above). Each entry goes into the set as it is read:
-    // the inserts' probes then overlap the reads (1.1 times faster than reading them all
-    // first).
+    // `n` is no more than the bits hold (above). Each entry goes into the set as it is read: the
+    // inserts' probes then overlap the reads (1.1 times faster than reading them all first).
     // A refill every other entry where two entries fit the 56 bits or more a refill leaves, as
-    // they do when `b` is 18 or less (`n` above 123) but for 1 entry in 1000 (measured at
-    // `n` = 130; 1 in 3000 to 10 000 at 160 to 1000, none at 3000), which the field-by-field
-    // path reads; a refill each where entries are longer. A branch on the bits waiting, taken every two
-    // or three entries with no pattern, is mispredicted where one every other entry is not:
-    // 3000 and 1000 entries decoded 1.07 and 1.08 times faster. (The first entry's refill is
-    // here, then one before the second, the fourth, and so on.)
+    // they do when `b` is 18 or less (`n` above 123) but for 1 entry in 1000 (measured at `n` =
+    // 130; 1 in 3000 to 10 000 at 160 to 1000, none at 3000), which the field-by-field path reads;
+    // a refill each where entries are longer. A branch on the bits waiting, taken every two or
+    // three entries with no pattern, is mispredicted where one every other entry is not: 3000 and
+    // 1000 entries decoded 1.07 and 1.08 times faster. (The first entry's refill is here, then one
+    // before the second, the fourth, and so on.)
     let (refill_every_other, mut taken) = (u32::from(b <= 18), 0u32);
     bits.refill();
     set.fill(
@@ -738,13 +737,12 @@ fn coded_end(r: &mut Reader<'_>, mut bits: BitReader<'_>, n: usize) -> Result<()
 /// One coded entry read a field at a time, after one with hash bits `previous_top` and rank
 /// `previous_rank` (0 before the first): its hash bits and rank, or why the bits are not an
 /// entry the encoder writes. For the entries [`decode_coded_entries`] does not read from one
-/// word: a long quotient or rank, the largest rank (which has no closing zero), the end of
-/// the stream, or an invalid entry. (It takes the reader's
-/// bytes and position, and gives back its position, so that the reader stays in registers in
-/// the decoder's loop. With a reference to the reader, the loop was 1.13 times slower; with
-/// the reader taken and given back whole, the loop kept it in memory and put it back together
-/// from the pieces the result held it in at every refill, and 3000 entries took 1.09 times as
-/// long.)
+/// word: a long quotient or rank, the largest rank (which has no closing zero), the end of the
+/// stream, or an invalid entry. (It takes the reader's bytes and position, and gives back its
+/// position, so that the reader stays in registers in the decoder's loop. With a reference to
+/// the reader, the loop was 1.13 times slower; with the reader taken and given back whole, the
+/// loop kept it in memory and put it back together from the pieces the result held it in at
+/// every refill, and 3000 entries took 1.09 times as long.)
 #[cold]
 #[inline(never)]
 fn coded_entry(
@@ -834,11 +832,12 @@ impl BitWriter {
         self.put((1 << q) - 1, q)
     }
 
-    /// Appends an entry that takes more than [`MOST_PUT`] bits: `quotient` ones and a zero, the `low`
-    /// bits, `extra` ones, and `closing` zeros (1 or none). Out of line, as it is rare (a
-    /// quotient above about `54 − b`, or a rank far above the least), and taking and giving
-    /// back the writer, not a reference to it: the loop of the others stays small, its
-    /// writer in registers.
+    /// Appends an entry the coder's loop does not write as one word: `quotient` ones and a
+    /// zero, the `low` bits, `extra` ones, and `closing` zeros (1 or none). For an entry of
+    /// more than [`MOST_PUT`] bits (a quotient above about `54 − b`, or a rank far above the
+    /// least) or with the previous entry's hash bits. Out of line, as those are rare, and
+    /// taking and giving back the writer, not a reference to it: the loop of the others stays
+    /// small, its writer in registers.
     #[cold]
     #[inline(never)]
     fn put_long(mut self, quotient: u32, (low, b): (u32, u32), extra: u32, closing: u32) -> Option<Self> {
