@@ -642,8 +642,8 @@ pub(crate) fn decode_coded_entries(r: &mut Reader<'_>, limit: usize, set: &mut S
     // rank is 1).
     let (mut previous_top, mut previous_rank) = (0u32, 0u32);
     let low_bits = (1 << b) - 1;
-    // `n` is no more than the bits hold (above). Each entry goes into the set as it is read: the
-    // inserts' probes then overlap the reads (1.1 times faster than reading them all first).
+    // `n` is no more than the bits hold (`coded_count`); each entry goes into the set as it is
+    // read (see the docs above).
     // A refill every other entry where two entries fit the 56 bits or more a refill leaves, as
     // they do when `b` is 18 or less (`n` above 123) but for 1 entry in 1000 (measured at `n` =
     // 130; 1 in 3000 to 10 000 at 160 to 1000, none at 3000), which the field-by-field path reads;
